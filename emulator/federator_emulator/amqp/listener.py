@@ -1,0 +1,41 @@
+"""A proton acceptor that sets up server-side SASL before the first byte is exchanged.
+
+The SDKs always open with a SASL header and use ANONYMOUS (authentication happens later
+through CBS). proton's stock acceptor binds the transport without SASL, and configuring
+it from an event handler is too late because the transport may already have produced
+its plain AMQP header, so the accept step is done here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from proton import Transport, Url
+from proton._io import IO
+from proton.handlers import IOHandler
+from proton.reactor import Acceptor, Container
+
+logger = logging.getLogger(__name__)
+
+
+class SaslAcceptor(Acceptor):  # type: ignore[misc]
+    def __init__(self, container: Container, host: str, port: int, handler: Any) -> None:
+        super().__init__(container, host, port, handler)
+        self.port: int = self._selectable._delegate.getsockname()[1]
+
+    def on_selectable_readable(self, event: Any) -> None:
+        sock, name = IO.accept(self._selectable)
+        logger.debug("accepted AMQP connection from %s", name)
+        container = self._reactor
+        connection = container.connection(self._handler or container.handler)
+        connection._acceptor = self
+        connection.url = Url(host=name[0], port=name[1])
+        transport = Transport(Transport.SERVER)
+        sasl = transport.sasl()
+        sasl.allowed_mechs("ANONYMOUS")
+        transport.bind(connection)
+        selectable = container.selectable(delegate=sock)
+        selectable._transport = transport
+        transport._selectable = selectable
+        IOHandler.update(transport, selectable, container.now)

@@ -1,0 +1,149 @@
+"""Pad outgoing AMQP performatives to their full field count.
+
+The Azure SDKs' pure-Python AMQP stack (``_pyamqp``) reads performative fields by
+position and never checks the list length, while proton omits trailing null fields as
+the AMQP spec allows. The first ``open`` frame then fails with ``IndexError`` in the
+client. Proton-C offers no way to force the nulls (session properties cannot even be
+set), so we rewrite the frames on their way out: proton's reactor I/O is Python code that
+only touches the transport through ``pending``/``peek``/``pop``, and we wrap those.
+
+Explicit trailing nulls are valid AMQP, so padding every proton transport in the
+process is harmless for other peers; that is why the patch is installed class-wide.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from typing import Any
+
+from proton import Transport
+
+# Field count per performative descriptor code (AMQP 1.0 §2.7).
+_FIELD_COUNTS = {
+    0x10: 10,  # open
+    0x11: 8,  # begin
+    0x12: 14,  # attach
+    0x13: 11,  # flow
+    0x14: 11,  # transfer
+    0x15: 6,  # disposition
+    0x16: 3,  # detach
+    0x17: 1,  # end
+    0x18: 1,  # close
+}
+_PROTOCOL_HEADER_LEN = 8
+_FRAME_HEADER_LEN = 8
+_AMQP_FRAME = 0
+_NULL = 0x40
+
+_install_lock = threading.Lock()
+_installed = False
+
+
+def pad_frame(frame: bytes) -> bytes:
+    """Return one complete frame with its performative list padded, payload untouched."""
+    doff = frame[4] * 4
+    if frame[5] != _AMQP_FRAME or len(frame) <= doff + 3 or frame[doff : doff + 2] != b"\x00\x53":
+        return frame
+    want = _FIELD_COUNTS.get(frame[doff + 2])
+    if want is None:
+        return frame
+    list_at = doff + 3
+    constructor = frame[list_at]
+    if constructor == 0x45:  # list0
+        fields, count, end = b"", 0, list_at + 1
+    elif constructor == 0xC0:  # list8
+        size, count = frame[list_at + 1], frame[list_at + 2]
+        fields, end = frame[list_at + 3 : list_at + 2 + size], list_at + 2 + size
+    elif constructor == 0xD0:  # list32
+        size, count = struct.unpack_from(">II", frame, list_at + 1)
+        fields, end = frame[list_at + 9 : list_at + 5 + size], list_at + 5 + size
+    else:
+        return frame
+    if count >= want:
+        return frame
+    fields += bytes([_NULL]) * (want - count)
+    if len(fields) + 1 <= 0xFF:
+        encoded = bytes([0xC0, len(fields) + 1, want]) + fields
+    else:
+        encoded = b"\xd0" + struct.pack(">II", len(fields) + 4, want) + fields
+    body = frame[_FRAME_HEADER_LEN:list_at] + encoded + frame[end:]
+    return struct.pack(">I", _FRAME_HEADER_LEN + len(body)) + frame[4:_FRAME_HEADER_LEN] + body
+
+
+class _PaddedOutput:
+    """Per-transport buffers: raw bytes not yet split into frames, and padded bytes."""
+
+    __slots__ = ("padded", "raw")
+
+    def __init__(self) -> None:
+        self.raw = bytearray()
+        self.padded = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self.raw += data
+        raw = self.raw
+        pos = 0
+        while True:
+            if raw[pos : pos + 4] == b"AMQP":
+                if len(raw) - pos < _PROTOCOL_HEADER_LEN:
+                    break
+                self.padded += raw[pos : pos + _PROTOCOL_HEADER_LEN]
+                pos += _PROTOCOL_HEADER_LEN
+                continue
+            if len(raw) - pos < 4:
+                break
+            (size,) = struct.unpack_from(">I", raw, pos)
+            if len(raw) - pos < size:
+                break
+            self.padded += pad_frame(bytes(raw[pos : pos + size]))
+            pos += size
+        del raw[:pos]
+
+
+def _buffer(transport: Any) -> _PaddedOutput:
+    try:
+        out: _PaddedOutput = transport._federator_pad
+    except AttributeError:
+        out = _PaddedOutput()
+        transport._federator_pad = out
+    return out
+
+
+def install() -> None:
+    """Wrap ``Transport.pending/peek/pop`` once per process (idempotent, thread-safe)."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        original_pending, original_peek, original_pop = Transport.pending, Transport.peek, Transport.pop
+
+        def pending(self: Transport) -> int:
+            out = _buffer(self)
+            raw_pending = original_pending(self)
+            if raw_pending > 0:
+                data = original_peek(self, raw_pending)
+                original_pop(self, raw_pending)
+                if data:
+                    out.feed(data)
+            if raw_pending < 0 and not out.padded:
+                return raw_pending  # end of stream: let the reactor see it
+            return len(out.padded)
+
+        def peek(self: Transport, size: int) -> bytes | None:
+            out = _buffer(self)
+            if not out.padded:
+                return original_peek(self, size)  # type: ignore[no-any-return]
+            return bytes(out.padded[:size])
+
+        def pop(self: Transport, size: int) -> None:
+            out = _buffer(self)
+            if out.padded:
+                del out.padded[:size]
+            else:
+                original_pop(self, size)
+
+        Transport.pending = pending
+        Transport.peek = peek
+        Transport.pop = pop
+        _installed = True

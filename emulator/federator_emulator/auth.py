@@ -1,0 +1,120 @@
+"""Shared Access Signature tokens: verification of CBS put-token requests and grants.
+
+A token signs ``quote_plus(resource) + "\\n" + expiry`` with HMAC-SHA256 keyed by the SAS
+key's UTF-8 bytes (the key is not base64-decoded, matching the Azure SDKs).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, quote, quote_plus, unquote, urlparse
+
+SAS_PREFIX = "SharedAccessSignature "
+
+
+class AuthError(Exception):
+    """The token is refused; the message says why (it goes back to the client)."""
+
+
+def entity_path(uri_or_path: str) -> str:
+    """Lower-cased entity path of a resource URI or link address, without host and slashes.
+
+    Link addresses carry scheme, host and port (``amqps://localhost:5673/hub1``) while
+    tokens and nodes may not; authorization compares only this path.
+    """
+    parsed = urlparse(uri_or_path)
+    path = parsed.path if parsed.scheme else uri_or_path
+    return unquote(path).strip("/").lower()
+
+
+def covers(granted: str, requested: str) -> bool:
+    """Whether a grant for path ``granted`` includes ``requested`` (segment-wise prefix)."""
+    return granted == "" or requested == granted or requested.startswith(granted + "/")
+
+
+def sign(resource: str, expiry: int, key: str) -> str:
+    string_to_sign = f"{quote_plus(resource)}\n{expiry}".encode()
+    digest = hmac.new(key.encode(), string_to_sign, hashlib.sha256).digest()
+    return base64.b64encode(digest).decode()
+
+
+def generate_sas_token(resource: str, key_name: str, key: str, expiry: int) -> str:
+    """Build a token the way the SDKs do (used by tests and tools)."""
+    signature = quote(sign(resource, expiry, key), safe="")
+    return f"{SAS_PREFIX}sr={quote_plus(resource)}&sig={signature}&se={expiry}&skn={key_name}"
+
+
+@dataclass(frozen=True)
+class Grant:
+    path: str  # entity path the token covers ("" = whole namespace)
+    expires_at: float  # epoch seconds
+
+
+def verify_sas_token(token: str, audience: str, keys: Mapping[str, str], now: float | None = None) -> Grant:
+    """Check signature, expiry and audience; return what the token grants.
+
+    ``keys`` maps key names to key values of the namespace.
+    """
+    if not token.startswith(SAS_PREFIX):
+        raise AuthError("only SharedAccessSignature tokens are accepted by the emulator")
+    fields = {k: v[0] for k, v in parse_qs(token[len(SAS_PREFIX) :], keep_blank_values=True).items()}
+    missing = {"sr", "sig", "se", "skn"} - fields.keys()
+    if missing:
+        raise AuthError(f"malformed SAS token: missing {sorted(missing)}")
+    key = keys.get(fields["skn"])
+    if key is None:
+        raise AuthError(f"unknown SAS key name {fields['skn']!r}")
+    try:
+        expiry = int(fields["se"])
+    except ValueError:
+        raise AuthError("malformed SAS token: se is not an integer") from None
+    expected = sign(fields["sr"], expiry, key)
+    if not hmac.compare_digest(expected.encode(), fields["sig"].encode()):
+        raise AuthError("invalid SAS signature")
+    if expiry <= (time.time() if now is None else now):
+        raise AuthError("SAS token expired")
+    granted = entity_path(fields["sr"])
+    if not covers(granted, entity_path(audience)):
+        raise AuthError(f"token for {fields['sr']!r} does not cover audience {audience!r}")
+    return Grant(path=entity_path(audience), expires_at=float(expiry))
+
+
+@dataclass
+class ConnectionGrants:
+    """The grants a client has put on one connection through CBS."""
+
+    grants: dict[str, float] = field(default_factory=dict)
+
+    def add(self, grant: Grant) -> None:
+        self.grants[grant.path] = grant.expires_at
+
+    def allows(self, path: str, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        requested = entity_path(path)
+        return any(expires > now and covers(p, requested) for p, expires in self.grants.items())
+
+    def any_valid(self, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        return any(expires > now for expires in self.grants.values())
+
+
+def connection_string(host: str, port: int, key_name: str, key: str, entity: str | None = None) -> str:
+    """A connection string the SDKs accept for the emulator.
+
+    ``UseDevelopmentEmulator=true`` must be lowercase: with ``True`` the SDKs switch to TLS
+    on port 5671.
+    """
+    parts = [
+        f"Endpoint=sb://{host}:{port}",
+        f"SharedAccessKeyName={key_name}",
+        f"SharedAccessKey={key}",
+        "UseDevelopmentEmulator=true",
+    ]
+    if entity:
+        parts.insert(3, f"EntityPath={entity}")
+    return ";".join(parts)

@@ -1,0 +1,198 @@
+"""One namespace's entities and the operations on them. Plain objects, no protocol.
+
+All methods must be called from the emulator's reactor thread (the data plane runs
+there); other threads, such as a management plane, go through
+``RunningEmulator.call(...)`` which runs a function on that thread. Management methods
+(``create_*``, ``update_*``, ``delete_*``) take effect for the running data plane at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from federator_emulator.config import (
+    EventHubConfig,
+    NamespaceConfig,
+    QueueConfig,
+    RuleConfig,
+    SubscriptionConfig,
+    TopicConfig,
+)
+from federator_emulator.state.eventhubs import EventHub, PartitionLog, UnknownEntity
+from federator_emulator.state.journal import Journal, NullJournal, Record
+from federator_emulator.state.servicebus import Queue, Subscription, Topic
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+class EntityExists(ValueError):
+    """An entity with that name already exists in the namespace."""
+
+
+class NamespaceState:
+    def __init__(self, config: NamespaceConfig, journal: Journal | None = None, clock: Clock = time.time) -> None:
+        self.config = config
+        self.journal: Journal = journal or NullJournal()
+        self.clock = clock
+        self.event_hubs: dict[str, EventHub] = {}
+        self.queues: dict[str, Queue] = {}
+        self.topics: dict[str, Topic] = {}
+        for hub in config.event_hubs:
+            self.create_event_hub(hub)
+        for queue in config.queues:
+            self.create_queue(queue)
+        for topic in config.topics:
+            self.create_topic(topic)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def keys(self) -> dict[str, str]:
+        """SAS key name -> key, as used for CBS token verification."""
+        return {k.name: k.key for k in self.config.keys}
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    # -- management: event hubs ----------------------------------------------------------
+    def _check_free(self, name: str) -> None:
+        key = name.lower()
+        if key in self.event_hubs or key in self.queues or key in self.topics:
+            raise EntityExists(f"entity {name!r} already exists in namespace {self.name!r}")
+
+    def create_event_hub(self, config: EventHubConfig) -> EventHub:
+        """Add an event hub; consumers and producers can attach immediately."""
+        self._check_free(config.name)
+        hub = EventHub(config, created_at_ms=self.now_ms())
+        self.event_hubs[config.name.lower()] = hub
+        return hub
+
+    def delete_event_hub(self, name: str) -> None:
+        """Remove an event hub and its events (attached links are left to fail on next use)."""
+        self.event_hub(name)
+        del self.event_hubs[name.lower()]
+
+    def event_hub(self, name: str) -> EventHub:
+        try:
+            return self.event_hubs[name.lower()]
+        except KeyError:
+            raise UnknownEntity(f"event hub {name!r} not found in namespace {self.name!r}") from None
+
+    # -- management: service bus ---------------------------------------------------------
+    def create_queue(self, config: QueueConfig) -> Queue:
+        self._check_free(config.name)
+        queue = Queue(config, self.journal, self.clock)
+        self.queues[config.name.lower()] = queue
+        return queue
+
+    def update_queue(self, config: QueueConfig) -> Queue:
+        """Replace a queue's properties (lock duration, TTL ...); messages are kept."""
+        queue = self.queue(config.name)
+        queue.config = config
+        return queue
+
+    def delete_queue(self, name: str) -> None:
+        self.queue(name)
+        del self.queues[name.lower()]
+
+    def queue(self, name: str) -> Queue:
+        try:
+            return self.queues[name.lower()]
+        except KeyError:
+            raise UnknownEntity(f"queue {name!r} not found in namespace {self.name!r}") from None
+
+    def create_topic(self, config: TopicConfig) -> Topic:
+        """Add a topic with the subscriptions (and their rules) its config declares."""
+        self._check_free(config.name)
+        topic = Topic(config, self.journal, self.clock)
+        self.topics[config.name.lower()] = topic
+        return topic
+
+    def update_topic(self, config: TopicConfig) -> Topic:
+        """Replace a topic's own properties; subscriptions are managed separately."""
+        topic = self.topic(config.name)
+        topic.config = config.model_copy(update={"subscriptions": []})
+        return topic
+
+    def delete_topic(self, name: str) -> None:
+        self.topic(name)
+        del self.topics[name.lower()]
+
+    def topic(self, name: str) -> Topic:
+        try:
+            return self.topics[name.lower()]
+        except KeyError:
+            raise UnknownEntity(f"topic {name!r} not found in namespace {self.name!r}") from None
+
+    def create_subscription(self, topic: str, config: SubscriptionConfig) -> Subscription:
+        """Add a subscription; without rules in the config it gets the ``$Default`` true rule."""
+        return self.topic(topic).create_subscription(config)
+
+    def update_subscription(self, topic: str, config: SubscriptionConfig) -> Subscription:
+        return self.topic(topic).update_subscription(config)
+
+    def delete_subscription(self, topic: str, name: str) -> None:
+        self.topic(topic).delete_subscription(name)
+
+    def create_rule(self, topic: str, subscription: str, config: RuleConfig) -> None:
+        """Add or replace a rule; the next message sent to the topic is filtered by it.
+
+        Raises ``federator.sql.SqlSyntaxError`` for malformed SQL.
+        """
+        self.topic(topic).subscription(subscription).put_rule(config)
+
+    def delete_rule(self, topic: str, subscription: str, name: str) -> None:
+        self.topic(topic).subscription(subscription).delete_rule(name)
+
+    # -- data plane ------------------------------------------------------------------------
+    def publish_events(self, partition: PartitionLog, hub: str, payloads: Iterable[bytes]) -> None:
+        """Append events to a partition; durable once ``journal.commit()`` returns."""
+        now = self.now_ms()
+        for payload in payloads:
+            self.journal.write({"k": "eh", "h": hub, "p": partition.partition_id, "t": now}, payload)
+            partition.append(payload, now)
+        partition.notify()
+
+    def tick(self) -> None:
+        """Run time-driven work: retention, lock expiry, TTL, scheduled messages."""
+        now_ms = self.now_ms()
+        for hub in self.event_hubs.values():
+            hub.expire(now_ms)
+        for entity in self.receivable_entities():
+            entity.tick()
+
+    def receivable_entities(self) -> list[Any]:
+        """Queues and subscriptions with their dead-letter queues."""
+        out: list[Any] = []
+        for queue in self.queues.values():
+            out += [queue, queue.dead_letter]
+        for topic in self.topics.values():
+            for sub in topic.subscriptions.values():
+                out += [sub, sub.dead_letter]
+        return out
+
+    def replay(self, records: Iterable[Record]) -> int:
+        """Rebuild state from journal records (before any client connects)."""
+        count = 0
+        entities = {e.path.lower(): e for e in self.receivable_entities()}
+        for meta, payload in records:
+            kind = meta["k"]
+            if kind == "eh":
+                hub = self.event_hubs.get(meta["h"].lower())
+                if hub is not None:
+                    hub.partition(meta["p"]).append(payload, meta["t"])
+            else:
+                entity = entities.get(meta["e"].lower())
+                if entity is not None:
+                    entity.replay(meta, payload)
+            count += 1
+        for topic in self.topics.values():
+            topic.restore_sequence()
+        return count

@@ -1,0 +1,62 @@
+"""Subscription rules: a filter plus an optional action, compiled with ``federator.sql``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from federator_emulator.config import DEFAULT_RULE_NAME, RuleConfig
+
+
+class _Filter(Protocol):
+    def matches(self, message: Any) -> bool: ...
+
+
+class _Action(Protocol):
+    def apply(self, message: Any) -> None: ...
+
+
+class _TrueFilter:
+    def matches(self, message: Any) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class Rule:
+    config: RuleConfig
+    filter: _Filter
+    action: _Action | None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+
+def compile_rule(config: RuleConfig) -> Rule:
+    """Parse the rule's SQL; raises ``federator.sql.SqlSyntaxError`` on malformed text."""
+    from federator import sql  # the operator package; imported late so EH-only use needs nothing of it
+
+    rule_filter: _Filter
+    if config.sql_filter is not None:
+        rule_filter = sql.parse_filter(config.sql_filter)
+    elif config.correlation_filter is not None:
+        c = config.correlation_filter
+        rule_filter = sql.CorrelationFilter(
+            correlation_id=c.correlation_id,
+            message_id=c.message_id,
+            label=c.label,
+            to=c.to,
+            reply_to=c.reply_to,
+            session_id=c.session_id,
+            content_type=c.content_type,
+            properties=dict(c.properties),
+        )
+    else:
+        rule_filter = _TrueFilter()
+    action = sql.parse_action(config.sql_action) if config.sql_action else None
+    return Rule(config, rule_filter, action)
+
+
+def default_rule() -> Rule:
+    """The ``$Default`` rule Azure gives every new subscription: a true filter, no action."""
+    return Rule(RuleConfig(name=DEFAULT_RULE_NAME), _TrueFilter(), None)

@@ -1,0 +1,550 @@
+"""ReplicationTask: one flow from a source through an editor chain to one or more targets."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, StringConstraints, field_validator
+
+from federator.api.base import (
+    Condition,
+    ConfigMapKeySelector,
+    DnsLabel,
+    EndpointConnection,
+    EntityName,
+    FedModel,
+    PropertyName,
+    SecretKeySelector,
+    SqlExpression,
+    SubscriptionName,
+    ValueReference,
+    cel,
+    exactly_one,
+    immutable,
+    list_map,
+)
+
+# ----------------------------------------------------------------------------------------------- source
+
+
+class StartPosition(FedModel):
+    """Where a task without a checkpoint starts reading an event hub. Ignored once a checkpoint exists."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "self.position == 'enqueuedTime' ? has(self.enqueuedTime) : !has(self.enqueuedTime)",
+                "enqueuedTime is required when position is enqueuedTime, and only then",
+                ".enqueuedTime",
+            )
+        )
+    )
+
+    position: Literal["earliest", "latest", "enqueuedTime"] = "earliest"
+    """`earliest` (everything retained), `latest` (only new events) or `enqueuedTime`. Default: earliest,
+    so that a new task loses nothing."""
+    enqueued_time: datetime | None = None
+    """RFC 3339 / ISO 8601 time, e.g. `2026-11-01T00:00:00Z`; events enqueued at or after it are read."""
+
+
+class EventHubSource(FedModel):
+    """An event hub read partition by partition through a consumer group."""
+
+    connection: EndpointConnection
+    """The namespace holding the event hub."""
+    event_hub_name: Annotated[EntityName, Field(json_schema_extra=immutable("eventHubName"))]
+    """Name of the event hub. Immutable: a checkpoint belongs to one event hub."""
+    consumer_group: Annotated[
+        str,
+        StringConstraints(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9$]([A-Za-z0-9._\-]*[A-Za-z0-9])?$"),
+        Field(json_schema_extra=immutable("consumerGroup")),
+    ] = "$Default"
+    """Consumer group to read through; give each task its own. Default: `$Default`. Immutable."""
+    partition_ids: Annotated[
+        list[Annotated[str, StringConstraints(pattern=r"^[0-9]{1,4}$")]], Field(max_length=1024)
+    ] | None = None
+    """Read only these partitions. Default: all partitions of the event hub."""
+    start_position: StartPosition = StartPosition()
+    """Where to start without a checkpoint."""
+
+
+class ServiceBusSource(FedModel):
+    """A Service Bus queue, topic subscription, or one of their dead-letter sub-queues. Messages are
+    completed at the source only after every target accepted them."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            ("has(self.queueName) != has(self.topicName)", "set either queueName or topicName"),
+            (
+                "has(self.topicName) == has(self.subscriptionName)",
+                "subscriptionName is required with topicName, and only with it",
+            ),
+        )
+    )
+
+    connection: EndpointConnection
+    """The namespace holding the entity."""
+    queue_name: Annotated[EntityName, Field(json_schema_extra=immutable("queueName"))] | None = None
+    """Queue to read. Immutable."""
+    topic_name: Annotated[EntityName, Field(json_schema_extra=immutable("topicName"))] | None = None
+    """Topic of the subscription to read. Immutable."""
+    subscription_name: Annotated[SubscriptionName, Field(json_schema_extra=immutable("subscriptionName"))] | None = (
+        None
+    )
+    """Subscription to read. Immutable."""
+    sub_queue: Literal["none", "deadLetter"] = "none"
+    """`deadLetter` reads the entity's dead-letter sub-queue instead. Default: none."""
+    max_messages_per_batch: Annotated[int, Field(ge=1, le=5000)] = 500
+    """Upper bound of messages held under lock by one micro-batch. Default: 500."""
+
+
+class Source(FedModel):
+    """Where events come from. Set exactly one of `eventHub` or `serviceBus`."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("eventHub", "serviceBus")))
+
+    event_hub: EventHubSource | None = None
+    """An event hub."""
+    service_bus: ServiceBusSource | None = None
+    """A Service Bus queue or subscription."""
+
+
+# ----------------------------------------------------------------------------------------------- targets
+
+
+class EventHubTarget(FedModel):
+    """An event hub. Partition-key streams keep their order; with equal partition counts, source partition
+    *i* goes to target partition *i*, otherwise keys are re-hashed so each stream stays together."""
+
+    connection: EndpointConnection
+    """The namespace holding the event hub."""
+    event_hub_name: EntityName
+    """Name of the event hub."""
+
+
+class ServiceBusTarget(FedModel):
+    """A Service Bus queue or topic. Each message's MessageId is derived from the source identity, so
+    duplicate detection on the target can drop replays."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("queueName", "topicName")))
+
+    connection: EndpointConnection
+    """The namespace holding the entity."""
+    queue_name: EntityName | None = None
+    """Queue to send to."""
+    topic_name: EntityName | None = None
+    """Topic to send to."""
+
+
+class PostgresTarget(FedModel):
+    """A PostgreSQL table (log projection)."""
+
+    connection_secret_ref: SecretKeySelector
+    """A Secret key holding a libpq connection URI (`postgresql://...`)."""
+    table: Annotated[
+        str, StringConstraints(max_length=127, pattern=r"^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$")
+    ]
+    """Table name, optionally schema-qualified (`schema.table`); created if missing."""
+    mode: Literal["history", "compacted"] = "history"
+    """`history` appends a row per event; `compacted` keeps the latest event per partition key.
+    Default: history."""
+
+
+class Endpoint(FedModel):
+    """A destination. Set exactly one of `eventHub`, `serviceBus` or `postgres`."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("eventHub", "serviceBus", "postgres")))
+
+    event_hub: EventHubTarget | None = None
+    """An event hub."""
+    service_bus: ServiceBusTarget | None = None
+    """A Service Bus queue or topic."""
+    postgres: PostgresTarget | None = None
+    """A PostgreSQL table."""
+
+
+class Target(Endpoint):
+    """A named destination with an optional routing condition."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("eventHub", "serviceBus", "postgres")))
+
+    name: DnsLabel
+    """Name of the target, unique in the task; used in status, metrics and dead-letter reasons."""
+    condition: SqlExpression | None = None
+    """Routing predicate in Service Bus SQL syntax over properties (`region = 'eu'`), system properties
+    (`sys.ContentType = 'application/json'`) and JSON body fields (`body.order.total > 100`). An event goes
+    to every target whose condition holds; a target without condition receives every event."""
+
+
+# ----------------------------------------------------------------------------------------------- editors
+
+
+class FilterEditor(FedModel):
+    """Drops events for which the condition does not hold."""
+
+    condition: SqlExpression
+    """Predicate in the same syntax as a target condition."""
+
+
+class FlattenSpec(FedModel):
+    """Flatten nested JSON objects into top-level fields."""
+
+    separator: Annotated[str, StringConstraints(min_length=1, max_length=4)] = "_"
+    """Joins nested names: `{"a": {"b": 1}}` becomes `{"a_b": 1}`. Default: `_`."""
+
+
+JsonPath = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9_$\-]+(\.[A-Za-z0-9_$\-]+)*$")]
+
+
+class TransformEditor(FedModel):
+    """Reshapes a JSON body: project, then rename, then flatten. Non-JSON bodies are dead-lettered."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            ("has(self.project) || has(self.rename) || has(self.flatten)", "set at least one of project, rename, flatten")
+        )
+    )
+
+    project: Annotated[list[JsonPath], Field(min_length=1, max_length=256)] | None = None
+    """Keep only these dotted paths (`order.id`)."""
+    rename: Annotated[dict[str, JsonPath], Field(max_length=256)] | None = None
+    """Rename fields: `{old.path: new.path}`."""
+    flatten: FlattenSpec | None = None
+    """Flatten nested objects."""
+
+
+class ValidateEditor(FedModel):
+    """Checks a JSON body against a JSON Schema. Invalid events go to the task's dead-letter target with
+    the reason (or are dropped), and the task keeps running."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("jsonSchema", "schemaConfigMapRef")))
+
+    json_schema: Annotated[dict[str, Any], Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})] | None = None
+    """The JSON Schema (draft 2020-12), inline."""
+    schema_config_map_ref: ConfigMapKeySelector | None = None
+    """A ConfigMap key holding the JSON Schema."""
+    on_invalid: Literal["deadLetter", "drop"] = "deadLetter"
+    """What happens to an invalid event. Default: deadLetter (requires `spec.deadLetter`)."""
+
+
+class LookupSpec(FedModel):
+    """Adds a property looked up in a table: the value of `keyFrom` is the row key."""
+
+    config_map_ref: ConfigMapKeySelector
+    """A ConfigMap key holding a JSON object `{key: value}`."""
+    key_from: ValueReference
+    """Where the lookup key comes from: a property name, `sys.<SystemProperty>` or `body.<path>`."""
+    into: PropertyName
+    """Property that receives the value."""
+    on_missing: Literal["skip", "drop", "deadLetter"] = "skip"
+    """When the key is absent from the table: leave the event as is, drop it or dead-letter it.
+    Default: skip."""
+
+
+class EnrichEditor(FedModel):
+    """Adds properties: static values and values looked up in a ConfigMap table."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(("has(self.properties) || has(self.lookup)", "set properties, lookup or both"))
+    )
+
+    properties: Annotated[dict[str, Annotated[str, StringConstraints(max_length=4096)]], Field(max_length=64)] | None = None
+    """Static properties to set on every event."""
+    lookup: LookupSpec | None = None
+    """A table lookup."""
+
+
+class ConfigMapOrInline(FedModel):
+    """A document given inline or by ConfigMap reference."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("inline", "configMapRef")))
+
+    inline: Annotated[str, StringConstraints(min_length=1, max_length=65536)] | None = None
+    """The document itself."""
+    config_map_ref: ConfigMapKeySelector | None = None
+    """A ConfigMap key holding the document."""
+
+
+class TranscodeEditor(FedModel):
+    """Converts bodies between encodings: Avro (binary, with a schema) and JSON; gzip and plain."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "(self.input == 'avro' || self.output == 'avro') == has(self.avroSchema)",
+                "avroSchema is required when input or output is avro, and only then",
+            ),
+            (
+                "self.input != self.output || self.inputCompression != self.outputCompression",
+                "transcode must change the format or the compression",
+            ),
+        )
+    )
+
+    input: Literal["json", "avro", "bytes"] = "bytes"
+    """Encoding of incoming bodies. Default: bytes (left as is)."""
+    output: Literal["json", "avro", "bytes"] = "bytes"
+    """Encoding of outgoing bodies. Default: bytes."""
+    input_compression: Literal["none", "gzip"] = "none"
+    """Compression of incoming bodies. Default: none."""
+    output_compression: Literal["none", "gzip"] = "none"
+    """Compression of outgoing bodies. Default: none."""
+    avro_schema: ConfigMapOrInline | None = None
+    """The Avro schema (JSON) for avro input or output."""
+
+
+class AttestEditor(FedModel):
+    """Signs each event: an HMAC-SHA256 over body and properties in a property, verifiable downstream."""
+
+    key_secret_ref: SecretKeySelector
+    """A Secret key holding the HMAC key."""
+    property: PropertyName = "repl-signature"
+    """Property that carries the signature. Default: `repl-signature`."""
+
+
+class VerifyEditor(FedModel):
+    """Checks the signature an attest editor added upstream; tampered or unsigned events are dropped or
+    dead-lettered."""
+
+    key_secret_ref: SecretKeySelector
+    """A Secret key holding the HMAC key."""
+    property: PropertyName = "repl-signature"
+    """Property that carries the signature. Default: `repl-signature`."""
+    on_failure: Literal["deadLetter", "drop"] = "deadLetter"
+    """What happens to an event that fails verification. Default: deadLetter."""
+
+
+class ChainEditor(FedModel):
+    """Adds a running SHA-256 over each partition-key stream, so a consumer can detect a gap."""
+
+    property: PropertyName = "repl-chain"
+    """Property that carries the running hash. Default: `repl-chain`."""
+
+
+class DedupeEditor(FedModel):
+    """Drops repeats of a key seen within a window."""
+
+    key: ValueReference = "sys.MessageId"
+    """What identifies a repeat: a property name, `sys.<SystemProperty>` or `body.<path>`.
+    Default: `sys.MessageId`."""
+    window_seconds: Annotated[int, Field(ge=1, le=604800)] = 600
+    """How long a key is remembered. Default: 600."""
+
+
+class Editor(FedModel):
+    """One step of the editor chain. Set exactly one editor."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            exactly_one("filter", "transform", "validate", "enrich", "transcode", "attest", "verify", "chain", "dedupe")
+        )
+    )
+
+    filter: FilterEditor | None = None
+    """Drop events by condition."""
+    transform: TransformEditor | None = None
+    """Project, rename, flatten JSON fields."""
+    validate_: Annotated[ValidateEditor | None, Field(alias="validate")] = None
+    """Validate JSON bodies against a schema."""
+    enrich: EnrichEditor | None = None
+    """Add static or looked-up properties."""
+    transcode: TranscodeEditor | None = None
+    """Avro ↔ JSON, gzip ↔ plain."""
+    attest: AttestEditor | None = None
+    """Sign events (HMAC)."""
+    verify: VerifyEditor | None = None
+    """Verify signatures."""
+    chain: ChainEditor | None = None
+    """Running hash per stream."""
+    dedupe: DedupeEditor | None = None
+    """Drop repeats within a window."""
+
+
+# ----------------------------------------------------------------------------------------------- behaviour
+
+
+class Provenance(FedModel):
+    """Service-assigned metadata of the source kept in user properties, appended with `;` on every hop."""
+
+    enabled: bool = True
+    """Default: true."""
+    enqueue_time_property: PropertyName = "repl-enqueue-time"
+    """Source enqueue time (ISO 8601). Default: `repl-enqueue-time`, as in Microsoft's pattern documents
+    (their sample code writes `repl-enqueued-time`; set this to interoperate with it)."""
+    sequence_property: PropertyName = "repl-sequence"
+    """Source sequence number. Default: `repl-sequence`."""
+    offset_property: PropertyName = "repl-offset"
+    """Source offset. Default: `repl-offset`."""
+
+
+class LoopPrevention(FedModel):
+    """Keeps events from bouncing between mirrored entities (the merge pattern)."""
+
+    marker_property: PropertyName = "repl-target"
+    """Property listing, `;`-separated, the entities an event has been replicated from and to; an event
+    whose marker already names the target is skipped. Default: `repl-target`."""
+    forward_replicated: bool = True
+    """Forward events that arrived by replication (chains A→B→C). Set false for a full mesh of three or
+    more mirrored entities, where every origin replicates directly. Default: true."""
+
+
+class Delivery(FedModel):
+    """Delivery guarantees. Nothing is acknowledged at a source before the targets accepted it."""
+
+    effectively_once: bool = False
+    """Skip, after a restart, what was already published (checked against per-batch commit records and
+    the provenance metadata at the target's tail). Default: false (at-least-once; duplicates bounded by
+    one batch per partition)."""
+
+
+class SparkResources(FedModel):
+    """Resources of a Spark driver or executor."""
+
+    cores: Annotated[int, Field(ge=1, le=64)] = 1
+    """CPU cores. Default: 1."""
+    memory: Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]*[kmgt]$")] = "1g"
+    """Memory in Spark notation (`512m`, `2g`). Default: 1g."""
+
+
+class ExecutorResources(SparkResources):
+    """Resources and count of Spark executors."""
+
+    instances: Annotated[int, Field(ge=1, le=256)] = 1
+    """Number of executors. Default: 1."""
+
+
+class PvcCheckpoint(FedModel):
+    """A path on a PersistentVolumeClaim."""
+
+    claim_name: Annotated[str, StringConstraints(min_length=1, max_length=253)]
+    """Name of the PersistentVolumeClaim (ReadWriteOnce is enough: one driver writes)."""
+    sub_path: Annotated[str, StringConstraints(max_length=1024, pattern=r"^[^/].*$")] | None = None
+    """Relative path inside the volume. Default: `<namespace>/<task name>`."""
+
+
+class Checkpoint(FedModel):
+    """Where Spark keeps offsets and commit records. Set exactly one of `persistentVolumeClaim` or `uri`.
+    Immutable: a new location means starting over."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            exactly_one("persistentVolumeClaim", "uri"), ("self == oldSelf", "checkpoint is immutable")
+        )
+    )
+
+    persistent_volume_claim: PvcCheckpoint | None = None
+    """A PersistentVolumeClaim path."""
+    uri: Annotated[str, StringConstraints(max_length=2048, pattern=r"^(abfss|s3a|gs|hdfs|file)://.+$")] | None = None
+    """An object-store or file URI (`abfss://`, `s3a://`, `gs://`, `hdfs://`, `file://`)."""
+
+
+
+
+
+# Spark settings that carry credentials (storage account keys, SAS tokens, passwords).
+_CREDENTIAL_CONF = re.compile(r"(password|secret|token|credential|sas|account\.key|\.key$)", re.IGNORECASE)
+
+
+class Runtime(FedModel):
+    """How the Spark application runs."""
+
+    launcher: Literal["kubeflow", "apache"] | None = None
+    """`kubeflow` (spark-operator `sparkoperator.k8s.io/v1beta2`) or `apache` (Apache Spark Kubernetes
+    Operator `spark.apache.org/v1`). Default: the operator's setting."""
+    image: Annotated[str, StringConstraints(max_length=512)] | None = None
+    """Spark application image. Default: the operator's setting."""
+    driver: SparkResources = SparkResources()
+    """Driver resources."""
+    executor: ExecutorResources = ExecutorResources()
+    """Executor resources."""
+    trigger_interval_seconds: Annotated[int, Field(ge=0, le=3600)] = 1
+    """Micro-batch interval; 0 starts the next batch as soon as the previous one ends. Default: 1."""
+    max_events_per_trigger: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    """Upper bound of events per micro-batch across partitions. Default: no bound."""
+    checkpoint: Checkpoint | None = None
+    """Checkpoint location. Default: the operator's checkpoint volume, path `<namespace>/<task name>`."""
+    spark_conf: Annotated[
+        dict[str, Annotated[str, StringConstraints(max_length=4096)]], Field(max_length=128)
+    ] | None = None
+    """Extra Spark configuration (no credentials: they would be visible in the Spark application)."""
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _no_credentials_in_conf(cls, conf: dict[str, str] | None) -> dict[str, str] | None:
+        for key in conf or {}:
+            if _CREDENTIAL_CONF.search(key):
+                raise ValueError(f"{key!r} looks like a credential; Spark settings are visible in the Spark "
+                                 "application: mount a Secret instead")
+        return conf
+
+
+# ----------------------------------------------------------------------------------------------- spec/status
+
+
+class ReplicationTaskSpec(FedModel):
+    """Desired state of a ReplicationTask."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "!self.editors.exists(e, (has(e.validate) && e.validate.onInvalid == 'deadLetter')"
+                " || (has(e.verify) && e.verify.onFailure == 'deadLetter')"
+                " || (has(e.enrich) && has(e.enrich.lookup) && e.enrich.lookup.onMissing == 'deadLetter'))"
+                " || has(self.deadLetter)",
+                "an editor dead-letters events, so spec.deadLetter must be set",
+            ),
+        )
+    )
+
+    source: Source
+    """Where events come from."""
+    targets: Annotated[list[Target], Field(min_length=1, max_length=32, json_schema_extra=list_map("name"))]
+    """Where events go; each may have a routing condition."""
+    unrouted: Endpoint | None = None
+    """Receives events that match no target's condition. Default: such events are dropped (and counted)."""
+    dead_letter: Endpoint | None = None
+    """Receives events an editor rejects, with the reason in property `repl-dead-letter-reason`."""
+    editors: Annotated[list[Editor], Field(max_length=32)] = []
+    """Editor chain applied in order to every event before routing."""
+    provenance: Provenance = Provenance()
+    """Source metadata propagation."""
+    loop_prevention: LoopPrevention | None = None
+    """Set for mirrored entities (merge): marks forwarded events and skips those already forwarded."""
+    delivery: Delivery = Delivery()
+    """Delivery guarantee."""
+    runtime: Runtime = Runtime()
+    """Spark settings."""
+
+
+class SparkApplicationStatus(FedModel):
+    """The Spark application that runs the task."""
+
+    api_version: str
+    """API version of the Spark application resource."""
+    name: str
+    """Name of the Spark application resource."""
+    state: str = ""
+    """State reported by the Spark operator (e.g. `RUNNING`, `RunningHealthy`)."""
+
+
+class ReplicationTaskStatus(FedModel):
+    """Observed state of a ReplicationTask. Written by the operator only."""
+
+    observed_generation: int | None = None
+    """The generation of the spec this status describes."""
+    conditions: Annotated[list[Condition], Field(max_length=16, json_schema_extra=list_map("type"))] = []
+    """`Ready`, `Reconciling`, `Stalled`, `SparkApplicationRunning`, `SourceReachable`."""
+    spark_application: SparkApplicationStatus | None = None
+    """The Spark application running the task."""
+    active_source_member: str | None = None
+    """The FailoverGroup member the source currently reads from, when it follows one."""
+    last_batch_time: datetime | None = None
+    """When the last micro-batch completed."""
+    events_replicated: Annotated[int, Field(ge=0)] | None = None
+    """Events written to targets since the task was created."""
+    events_dead_lettered: Annotated[int, Field(ge=0)] | None = None
+    """Events sent to the dead-letter target."""
+    replication_lag_seconds: float | None = None
+    """Now minus the source enqueue time of the last event written."""

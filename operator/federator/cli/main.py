@@ -1,0 +1,112 @@
+"""`federator`: one entry point, one function per subcommand, each delegating to its own module."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from federator import __version__
+
+app = typer.Typer(
+    name="federator",
+    help="Replication topologies between Azure Event Hubs and Service Bus namespaces.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+Files = Annotated[list[Path], typer.Option("-f", "--filename", help="Manifest file(s); repeat the option.")]
+
+
+def _not_built(what: str, issue: str) -> None:
+    err.print(f"[yellow]`federator {what}` is not built yet[/] (tracked in {issue}); nothing was done.")
+    raise typer.Exit(code=3)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        out.print(__version__)
+        raise typer.Exit()
+
+
+@app.command()
+def crds(
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", "-o", help="Write one file per CRD here instead of printing.")
+    ] = None,
+) -> None:
+    """Print (or write) the CustomResourceDefinitions generated from the API models."""
+    from federator.api.crdgen import render_all
+
+    rendered = render_all()
+    if output_dir is None:
+        sys.stdout.write("---\n".join(rendered.values()))
+        return
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in rendered.items():
+        (output_dir / name).write_text(text, encoding="utf-8")
+        err.print(f"wrote {output_dir / name}")
+
+
+@app.command()
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Manifest files (multi-document YAML).")],
+) -> None:
+    """Check manifests offline as the API server (schema, CEL rules) and the operator would."""
+    from federator.cli.report import print_validation
+    from federator.validation import validate_files
+
+    outcomes = validate_files(files)
+    if not print_validation(outcomes, out):
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def render(filename: Files) -> None:
+    """Print what the operator would create for the manifests (the GitOps preview)."""
+    _not_built("render", "issue #5")
+
+
+@app.command()
+def run(filename: Files) -> None:
+    """Run manifests locally: same reconcilers, Spark in local mode, the emulator where pointed at."""
+    _not_built("run", "issue #5")
+
+
+@app.command()
+def demo() -> None:
+    """Run a small topology on the emulator with generated traffic and print a loss/duplicate summary."""
+    _not_built("demo", "issue #5")
+
+
+@app.command()
+def emulator(
+    config: Annotated[Path, typer.Option("--config", "-c", help="Emulator configuration (YAML).")],
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Keep messages here across restarts (durable mode).")
+    ] = None,
+    ready_file: Annotated[
+        Path | None, typer.Option("--ready-file", help="Write connection details here (JSON) once ready.")
+    ] = None,
+) -> None:
+    """Run the local Event Hubs + Service Bus emulator in the foreground (SIGTERM stops it)."""
+    try:
+        from federator_emulator.server import run_forever
+    except ImportError:
+        _not_built("emulator", "issue #3")
+    raise typer.Exit(code=run_forever(config, data_dir, ready_file))
+
+
+@app.command()
+def operator() -> None:
+    """Run the Kubernetes operator (kopf)."""
+    _not_built("operator", "issue #5")
