@@ -58,7 +58,7 @@ class CorrelationFilterConfig(_Model):
 class RuleConfig(_Model):
     """A subscription rule: at most one of the two filter kinds; no filter means true."""
 
-    name: EntityName
+    name: str = Field(min_length=1, max_length=50)  # "$Default" is a valid rule name
     sql_filter: str | None = None
     correlation_filter: CorrelationFilterConfig | None = None
     sql_action: str | None = None

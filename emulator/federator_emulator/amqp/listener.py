@@ -14,7 +14,7 @@ from typing import Any
 from proton import Transport, Url
 from proton._io import IO
 from proton.handlers import IOHandler
-from proton.reactor import Acceptor, Container
+from proton._reactor import Acceptor, Container
 
 logger = logging.getLogger(__name__)
 

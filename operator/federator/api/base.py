@@ -22,17 +22,23 @@ DnsLabel = Annotated[str, StringConstraints(min_length=1, max_length=63, pattern
 ResourceName = Annotated[
     str,
     StringConstraints(
-        min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
     ),
 ]
 # A message property name as Service Bus and Event Hubs accept it in application properties.
-PropertyName = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")]
+PropertyName = Annotated[
+    str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+]
 # Event hub, queue, topic and subscription names (the strictest common subset of Azure's rules).
 EntityName = Annotated[
-    str, StringConstraints(min_length=1, max_length=260, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._\-/~]*[A-Za-z0-9])?$")
+    str,
+    StringConstraints(min_length=1, max_length=260, pattern=r"^[A-Za-z0-9]([A-Za-z0-9._\-/~]*[A-Za-z0-9])?$"),
 ]
 SubscriptionName = Annotated[
-    str, StringConstraints(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9$]([A-Za-z0-9._\-]*[A-Za-z0-9])?$")
+    str,
+    StringConstraints(min_length=1, max_length=50, pattern=r"^[A-Za-z0-9$]([A-Za-z0-9._\-]*[A-Za-z0-9])?$"),
 ]
 
 
@@ -49,12 +55,16 @@ def _parse_condition(text: str) -> str:
 
 # A predicate in Service Bus SQL syntax (plus `body.<path>`), parsed by `federator.sql` when the model
 # is validated: offline by `federator validate`, in the cluster by the operator (Stalled otherwise).
-SqlExpression = Annotated[str, StringConstraints(min_length=1, max_length=4096), AfterValidator(_parse_condition)]
+SqlExpression = Annotated[
+    str, StringConstraints(min_length=1, max_length=4096), AfterValidator(_parse_condition)
+]
 # Where a value is read from an event: a user property, `sys.<SystemProperty>` or `body.<path>`.
 ValueReference = Annotated[
     str,
     StringConstraints(
-        min_length=1, max_length=256, pattern=r"^(sys\.[A-Za-z]+|body(\.[A-Za-z0-9_$\-]+)+|[A-Za-z_][A-Za-z0-9_.\-]*)$"
+        min_length=1,
+        max_length=256,
+        pattern=r"^(sys\.[A-Za-z]+|body(\.[A-Za-z0-9_$\-]+)+|[A-Za-z_][A-Za-z0-9_.\-]*)$",
     ),
 ]
 
@@ -130,13 +140,18 @@ class WorkloadIdentity(FedModel):
     """Microsoft Entra workload identity: the pod's federated credential, through `azure-identity`."""
 
     fully_qualified_namespace: Annotated[
-        str, StringConstraints(max_length=253, pattern=r"^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?(:[0-9]{1,5})?$")
+        str,
+        StringConstraints(
+            max_length=253, pattern=r"^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?(:[0-9]{1,5})?$"
+        ),
     ]
     """Host name of the namespace, e.g. `contoso.servicebus.windows.net`."""
     client_id: (
-        Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")] | None
+        Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")]
+        | None
     ) = None
-    """Client ID of the user-assigned managed identity. Default: the one the service account is annotated with."""
+    """Client ID of the user-assigned managed identity. Default: the identity the service account is
+    annotated with."""
 
 
 class EmulatorNamespace(FedModel):
@@ -197,11 +212,20 @@ ConditionStatus = Literal["True", "False", "Unknown"]
 class Condition(FedModel):
     """A `metav1.Condition`: one aspect of the resource's current state."""
 
-    type: Annotated[str, StringConstraints(max_length=316, pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")]
+    type: Annotated[
+        str,
+        StringConstraints(
+            max_length=316,
+            pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+        ),
+    ]
     """Type in CamelCase: `Ready`, `Reconciling`, `Stalled` or a domain condition."""
     status: ConditionStatus
     """`True`, `False` or `Unknown`."""
-    reason: Annotated[str, StringConstraints(min_length=1, max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")]
+    reason: Annotated[
+        str,
+        StringConstraints(min_length=1, max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"),
+    ]
     """A single CamelCase word a program can match; documented per condition in docs/status.md."""
     message: Annotated[str, StringConstraints(max_length=32768)] = ""
     """What a human needs to know, e.g. which Secret is missing."""

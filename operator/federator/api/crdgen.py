@@ -35,6 +35,9 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], keep_defaults: bool) ->
             out["properties"] = {name: _convert(sub, defs, keep_defaults) for name, sub in value.items()}
         elif key == "items":
             out["items"] = _convert(value, defs, keep_defaults)
+        elif key == "description":
+            # Docstrings wrap at the source's line length; kubectl explain wraps on its own.
+            out["description"] = " ".join(value.split())
         else:
             out[key] = value
     if node.get("type") == "object" and "properties" not in node:
@@ -87,7 +90,10 @@ def crd(kind: Kind) -> dict[str, Any]:
         "description": kind.description,
         "required": ["spec"],
         "properties": {
-            "apiVersion": {"type": "string", "description": "APIVersion of this object: federator.io/v1alpha1."},
+            "apiVersion": {
+                "type": "string",
+                "description": "APIVersion of this object: federator.io/v1alpha1.",
+            },
             "kind": {"type": "string", "description": f"Kind of this object: {kind.kind}."},
             "metadata": {"type": "object"},
             "spec": spec_schema,

@@ -16,13 +16,15 @@ from federator.api.base import (
     ResourceName,
     SubscriptionName,
     cel,
-    exactly_one,
     list_map,
 )
 from federator.api.servicebusmirror import UUID, ArmCredential
 
 HostName = Annotated[
-    str, StringConstraints(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?(:[0-9]{1,5})?$")
+    str,
+    StringConstraints(
+        min_length=1, max_length=253, pattern=r"^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?(:[0-9]{1,5})?$"
+    ),
 ]
 
 
@@ -142,7 +144,9 @@ class FailoverGroupSpec(FedModel):
     active_member: DnsLabel | None = None
     """The manual switch: the member producers and consumers should use. Default: `primaryMember`. In
     automatic mode a change is honoured too (a planned switch)."""
-    members: Annotated[list[FailoverMember], Field(min_length=2, max_length=8, json_schema_extra=list_map("name"))]
+    members: Annotated[
+        list[FailoverMember], Field(min_length=2, max_length=8, json_schema_extra=list_map("name"))
+    ]
     """The namespaces of the group."""
     probe: Probe = Probe()
     """Health probe settings."""

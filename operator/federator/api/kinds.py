@@ -57,15 +57,25 @@ REPLICATION_TASK = Kind(
     "Structured Streaming application.",
     printer_columns=(
         *_ready_columns(),
-        {"name": "Lag", "type": "number", "jsonPath": ".status.replicationLagSeconds",
-         "description": "Replication lag in seconds"},
+        {
+            "name": "Lag",
+            "type": "number",
+            "jsonPath": ".status.replicationLagSeconds",
+            "description": "Replication lag in seconds",
+        },
         {"name": "Replicated", "type": "integer", "jsonPath": ".status.eventsReplicated"},
         {"name": "Spark", "type": "string", "priority": 1, "jsonPath": ".status.sparkApplication.state"},
         MESSAGE,
         AGE,
     ),
     # The Spark driver pod is named `<task>-driver`; pod names are DNS labels (63 characters).
-    root_rules=cel(("self.metadata.name.size() <= 50", "a ReplicationTask name has at most 50 characters")),
+    root_rules=cel(
+        (
+            "self.metadata.name.size() <= 50",
+            "a ReplicationTask name has at most 50 characters",
+            ".metadata.name",
+        )
+    ),
 )
 
 SERVICE_BUS_MIRROR = Kind(
@@ -83,7 +93,13 @@ SERVICE_BUS_MIRROR = Kind(
         AGE,
     ),
     # Generated tasks are named `<mirror>-<source>-<target>`.
-    root_rules=cel(("self.metadata.name.size() <= 24", "a ServiceBusMirror name has at most 24 characters")),
+    root_rules=cel(
+        (
+            "self.metadata.name.size() <= 24",
+            "a ServiceBusMirror name has at most 24 characters",
+            ".metadata.name",
+        )
+    ),
 )
 
 FAILOVER_GROUP = Kind(

@@ -12,8 +12,8 @@ from federator.api.base import (
     DnsLabel,
     EntityName,
     FedModel,
-    NamespaceConnection,
     LocalObjectReference,
+    NamespaceConnection,
     PropertyName,
     SubscriptionName,
     WorkloadIdentity,
@@ -31,7 +31,9 @@ class ArmCredential(FedModel):
     """Credential for Azure Resource Manager. Set exactly one of `servicePrincipalSecretRef` or
     `workloadIdentity`."""
 
-    model_config = ConfigDict(json_schema_extra=cel(exactly_one("servicePrincipalSecretRef", "workloadIdentity")))
+    model_config = ConfigDict(
+        json_schema_extra=cel(exactly_one("servicePrincipalSecretRef", "workloadIdentity"))
+    )
 
     service_principal_secret_ref: LocalObjectReference | None = None
     """A Secret with keys `tenantId`, `clientId` and `clientSecret`."""
@@ -46,7 +48,9 @@ class ArmManagement(FedModel):
     """Azure subscription ID of the namespace."""
     resource_group: Annotated[str, StringConstraints(min_length=1, max_length=90, pattern=r"^[-\w._()]+$")]
     """Resource group of the namespace."""
-    namespace_name: Annotated[str, StringConstraints(min_length=6, max_length=50, pattern=r"^[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]$")]
+    namespace_name: Annotated[
+        str, StringConstraints(min_length=6, max_length=50, pattern=r"^[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]$")
+    ]
     """Name of the Service Bus namespace."""
     credential: ArmCredential
     """Who Federator is in Azure Resource Manager."""
@@ -158,8 +162,8 @@ class ServiceBusMirrorSpec(FedModel):
             ),
             (
                 "has(self.activePassive) == (self.pattern == 'activePassive')",
-                "activePassive settings (primaryMember, timeToLiveSeconds) are required for pattern activePassive,"
-                " and only for it",
+                "activePassive settings (primaryMember, timeToLiveSeconds) are required for pattern"
+                " activePassive, and only for it",
                 ".activePassive",
             ),
             (
@@ -173,7 +177,8 @@ class ServiceBusMirrorSpec(FedModel):
                 ".members",
             ),
             (
-                "!has(self.activePassive) || self.members.exists(m, m.name == self.activePassive.primaryMember)",
+                "!has(self.activePassive)"
+                " || self.members.exists(m, m.name == self.activePassive.primaryMember)",
                 "activePassive.primaryMember must name a member",
                 ".activePassive.primaryMember",
             ),
@@ -185,7 +190,9 @@ class ServiceBusMirrorSpec(FedModel):
     ]
     """`allActive` (every topic gets every message, none bounces), `activePassive` (primary → secondaries,
     with a TimeToLive) or `spillover` (dead-letter queues re-enqueued in the paired namespace). Immutable."""
-    members: Annotated[list[MirrorMember], Field(min_length=2, max_length=8, json_schema_extra=list_map("name"))]
+    members: Annotated[
+        list[MirrorMember], Field(min_length=2, max_length=8, json_schema_extra=list_map("name"))
+    ]
     """The namespaces of the mirror."""
     topic_name: EntityName | None = None
     """allActive and activePassive: the topic, present under this name on every member."""

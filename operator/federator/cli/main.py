@@ -41,12 +41,20 @@ def _root(
 @app.command()
 def crds(
     output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", "-o", help="Write one file per CRD here instead of printing.")
+        Path | None,
+        typer.Option("--output-dir", "-o", help="Write one file per CRD here instead of printing."),
+    ] = None,
+    reference: Annotated[
+        Path | None, typer.Option("--reference", help="Also write the Markdown API reference to this file.")
     ] = None,
 ) -> None:
     """Print (or write) the CustomResourceDefinitions generated from the API models."""
     from federator.api.crdgen import render_all
+    from federator.api.docgen import render_reference
 
+    if reference is not None:
+        reference.write_text(render_reference(), encoding="utf-8")
+        err.print(f"wrote {reference}")
     rendered = render_all()
     if output_dir is None:
         sys.stdout.write("---\n".join(rendered.values()))

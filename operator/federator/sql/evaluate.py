@@ -136,7 +136,7 @@ def _like(node: ast.Like, message: SqlMessage) -> bool | None:
         regex = cached_like(pattern, escape)
         if regex is None:
             return None
-    return (regex.fullmatch(subject) is not None) is not node.negated
+    return (regex.fullmatch(subject) is not None) != node.negated
 
 
 def _single_character(escape: Any) -> bool:
@@ -148,12 +148,12 @@ def _in(node: ast.In, message: SqlMessage) -> bool | None:
     if operand is None:
         return None
     found = any(equals(operand, value(item, message)) for item in node.items)
-    return found is not node.negated
+    return found != node.negated
 
 
 def _is_null(node: ast.IsNull, message: SqlMessage) -> bool:
     found = lookup(node.operand, message)
-    return (found is MISSING or found is None) is not node.negated
+    return (found is MISSING or found is None) != node.negated
 
 
 def _exists(node: ast.Exists, message: SqlMessage) -> bool:

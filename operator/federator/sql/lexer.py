@@ -41,12 +41,23 @@ class TokenKind(enum.Enum):
     END = "end of expression"
 
 
+# Tokens after which a dot continues a name ("sys.Label", "body.m.0.1") rather than starts ".5".
+_NAME_KINDS = (TokenKind.IDENTIFIER, TokenKind.DELIMITED, TokenKind.KEYWORD, TokenKind.INTEGER)
+
+
 class Token(NamedTuple):
     kind: TokenKind
     text: str  # the source slice, for error messages
     value: Any
     position: int
 
+
+# Opening character -> (token kind, closing character, error when it never closes).
+_QUOTES = {
+    "'": (TokenKind.STRING, "'", "unterminated string literal"),
+    "[": (TokenKind.DELIMITED, "]", "unterminated delimited identifier"),
+    '"': (TokenKind.DELIMITED, '"', "unterminated quoted identifier"),
+}
 
 _PUNCTUATION = {
     "(": TokenKind.LPAREN,
@@ -98,12 +109,9 @@ class _Scanner:
 
     def _next(self, char: str) -> Token:
         start = self.pos
-        if char == "'":
-            return self._emit(TokenKind.STRING, start, self._quoted("'", "unterminated string literal"))
-        if char == "[":
-            return self._emit(TokenKind.DELIMITED, start, self._quoted("]", "unterminated delimited identifier"))
-        if char == '"':
-            return self._emit(TokenKind.DELIMITED, start, self._quoted('"', "unterminated quoted identifier"))
+        if char in _QUOTES:
+            kind, close, unterminated = _QUOTES[char]
+            return self._emit(kind, start, self._quoted(close, unterminated))
         if char.isdecimal() or (char == "." and self._dot_starts_number()):
             return self._number()
         if _is_identifier_start(char):
@@ -142,7 +150,7 @@ class _Scanner:
         # After an identifier a dot separates a scope or path segment ("sys.Label", "body.a.0").
         nxt = self.text[self.pos + 1 : self.pos + 2]
         previous = self.tokens[-1].kind if self.tokens else None
-        return nxt.isdecimal() and previous not in (TokenKind.IDENTIFIER, TokenKind.DELIMITED, TokenKind.KEYWORD)
+        return nxt.isdecimal() and previous not in _NAME_KINDS
 
     def _number(self) -> Token:
         start = self.pos

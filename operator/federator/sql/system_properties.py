@@ -77,7 +77,9 @@ def parse_timespan(text: str) -> timedelta | None:
         match = form.fullmatch(body)
         if match is None:
             continue
-        parts = {name: int(digits) for name, digits in match.groupdict().items() if digits and name != "fraction"}
+        parts = {
+            name: int(digits) for name, digits in match.groupdict().items() if digits and name != "fraction"
+        }
         if parts.get("hours", 0) > 23 or parts.get("minutes", 0) > 59 or parts.get("seconds", 0) > 59:
             return None
         fraction = match.groupdict().get("fraction") or ""
@@ -87,10 +89,21 @@ def parse_timespan(text: str) -> timedelta | None:
             hours=parts.get("hours", 0),
             minutes=parts.get("minutes", 0),
             seconds=parts.get("seconds", 0),
-            microseconds=ticks / 10,
+            microseconds=ticks // 10,
         )
         return -span if negative else span
     return None
+
+
+def format_timespan(span: timedelta) -> str:
+    """``span`` in the .NET TimeSpan form ``[-][d.]hh:mm:ss[.fffffff]`` that actions accept."""
+    sign = "-" if span < timedelta(0) else ""
+    span = abs(span)
+    hours, rest = divmod(span.seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    days = f"{span.days}." if span.days else ""
+    fraction = f".{span.microseconds * 10:07d}" if span.microseconds else ""
+    return f"{sign}{days}{hours:02d}:{minutes:02d}:{seconds:02d}{fraction}"
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,9 @@ def validate_object(obj: Any, old: Any = None) -> tuple[Kind | None, list[Proble
     if not isinstance(api_version, str) or not api_version.startswith(f"{GROUP}/"):
         return None, []
     if api_version != API_VERSION:
-        return None, [Problem("apiVersion", f"unsupported version {api_version!r}; use {API_VERSION}", "schema")]
+        return None, [
+            Problem("apiVersion", f"unsupported version {api_version!r}; use {API_VERSION}", "schema")
+        ]
     kind = BY_KIND.get(kind_name) if isinstance(kind_name, str) else None
     if kind is None:
         known = ", ".join(sorted(BY_KIND))
@@ -56,7 +58,9 @@ def validate_object(obj: Any, old: Any = None) -> tuple[Kind | None, list[Proble
     problems = _metadata_problems(obj.get("metadata"))
     problems += schema_problems(kind, obj)
     defaulted = apply_defaults(crd_schema(kind), obj)
-    problems += cel_problems(crd_schema(kind), defaulted, apply_defaults(crd_schema(kind), old) if old else None)
+    problems += cel_problems(
+        crd_schema(kind), defaulted, apply_defaults(crd_schema(kind), old) if old else None
+    )
     if isinstance(obj.get("spec"), dict):
         # A path the API server already refuses needs no second opinion from the operator's checks.
         refused = {p.path for p in problems}

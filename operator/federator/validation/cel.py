@@ -10,6 +10,8 @@ from functools import cache
 from typing import Any
 
 import celpy
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
 
 from federator.validation.problems import Problem, join_path
 
@@ -33,7 +35,7 @@ def _walk(schema: dict[str, Any], value: Any, old: Any, path: list[str | int], o
         failure = _check(rule, value, old)
         if failure is not None:
             field_path = rule.get("fieldPath", "")
-            out.append(Problem(join_path(path) + field_path, failure, "cel"))
+            out.append(Problem((join_path(path) + field_path).lstrip("."), failure, "cel"))
     if isinstance(value, dict):
         for name, sub in schema.get("properties", {}).items():
             if name in value:
@@ -64,16 +66,16 @@ def _previous_item(schema: dict[str, Any], item: Any, old: Any) -> Any:
 def _check(rule: dict[str, str], value: Any, old: Any) -> str | None:
     """The rule's message if it fails, None if it holds or does not apply."""
     text = rule["rule"]
-    activation = {"self": celpy.json_to_cel(value)}
+    activation = {"self": json_to_cel(value)}
     if "oldSelf" in text:
         if old is None:
             return None
-        activation["oldSelf"] = celpy.json_to_cel(old)
+        activation["oldSelf"] = json_to_cel(old)
     try:
         result = _program(text).evaluate(activation)
-    except celpy.CELEvalError:
+    except CELEvalError:
         # A value of the wrong shape: the schema layer reports it (the API server would not run the rule).
         return None
-    if isinstance(result, celpy.CELEvalError):
+    if isinstance(result, CELEvalError):
         return None
     return None if bool(result) else rule.get("message", f"failed rule: {text}")

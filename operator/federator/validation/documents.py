@@ -19,7 +19,8 @@ class Document:
     @property
     def label(self) -> str:
         if isinstance(self.body, dict):
-            meta = self.body.get("metadata") if isinstance(self.body.get("metadata"), dict) else {}
+            meta = self.body.get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
             kind = self.body.get("kind", "?")
             name = f"{meta.get('namespace', 'default')}/{meta.get('name', '?')}"
             return f"{self.source}#{self.index} {kind} {name}"

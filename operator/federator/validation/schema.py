@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 from jsonschema import Draft202012Validator, FormatChecker
@@ -16,8 +16,18 @@ from jsonschema import Draft202012Validator, FormatChecker
 from federator.api.crdgen import crd
 from federator.api.kinds import Kind
 from federator.validation.problems import Problem, join_path
+from federator.validation.secrets import secret_shape, shown
 
-_INLINE_SECRET_FIELDS = {"connectionstring", "password", "sharedaccesskey", "saskey", "clientsecret", "accountkey", "sastoken", "token"}
+_INLINE_SECRET_FIELDS = {
+    "connectionstring",
+    "password",
+    "sharedaccesskey",
+    "saskey",
+    "clientsecret",
+    "accountkey",
+    "sastoken",
+    "token",
+}
 
 
 @cache
@@ -82,7 +92,7 @@ def _describe(err: jsonschema.ValidationError) -> Problem:
             missing = str(err.message).split("'")[1]
             return Problem(join_path([*path, missing]), "required field is missing", "schema")
         case "additionalProperties":
-            allowed = set(err.schema.get("properties", {}))
+            allowed = set(err.schema.get("properties", {})) if isinstance(err.schema, dict) else set()
             extra = sorted(set(value) - allowed) if isinstance(value, dict) else []
             name = extra[0] if extra else "?"
             if name.lower() in _INLINE_SECRET_FIELDS:
@@ -91,19 +101,27 @@ def _describe(err: jsonschema.ValidationError) -> Problem:
                 message = "unknown field" + (f" (known: {', '.join(sorted(allowed))})" if allowed else "")
             return Problem(join_path([*path, name]), message, "schema")
         case "enum":
-            options = ", ".join(str(o) for o in err.validator_value)
-            return Problem(join_path(path), f"must be one of: {options} (got {value!r})", "schema")
+            options = ", ".join(str(o) for o in cast(list[Any], err.validator_value))
+            return Problem(join_path(path), f"must be one of: {options} (got {shown(value)})", "schema")
         case "type":
             return Problem(
-                join_path(path), f"must be of type {err.validator_value} (got {type(value).__name__} {value!r})", "schema"
+                join_path(path),
+                f"must be of type {err.validator_value} (got {type(value).__name__} {shown(value)})",
+                "schema",
             )
         case "pattern":
-            return Problem(join_path(path), f"{value!r} does not match the pattern {err.validator_value}", "schema")
+            return Problem(
+                join_path(path), f"{shown(value)} does not match the pattern {err.validator_value}", "schema"
+            )
         case "format":
-            return Problem(join_path(path), f"{value!r} is not a valid {err.validator_value} (RFC 3339)", "schema")
+            return Problem(
+                join_path(path), f"{shown(value)} is not a valid {err.validator_value} (RFC 3339)", "schema"
+            )
         case "minimum" | "maximum":
             word = "at least" if err.validator == "minimum" else "at most"
-            return Problem(join_path(path), f"must be {word} {err.validator_value} (got {value!r})", "schema")
+            return Problem(
+                join_path(path), f"must be {word} {err.validator_value} (got {shown(value)})", "schema"
+            )
         case "minItems" | "maxItems":
             word = "at least" if err.validator == "minItems" else "at most"
             return Problem(join_path(path), f"must have {word} {err.validator_value} items", "schema")
@@ -111,7 +129,9 @@ def _describe(err: jsonschema.ValidationError) -> Problem:
             word = "at least" if err.validator == "minLength" else "at most"
             return Problem(join_path(path), f"must have {word} {err.validator_value} characters", "schema")
         case _:
-            return Problem(join_path(path), err.message, "schema")
+            # jsonschema's own wording repeats the value: only use it when the value is not a credential.
+            message = err.message if secret_shape(value) is None else f"invalid value {shown(value)}"
+            return Problem(join_path(path), message, "schema")
 
 
 def _duplicate_list_keys(schema: dict[str, Any], value: Any, path: list[str | int]) -> list[Problem]:

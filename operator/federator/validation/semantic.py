@@ -3,22 +3,13 @@ credential-looking Spark settings) and inline secrets anywhere in a spec."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import ValidationError
 
 from federator.api.kinds import Kind
 from federator.validation.problems import Problem, join_path
-
-# Shapes of credentials that must never sit in a spec. Messages name the shape, never the value.
-_SECRET_SHAPES = (
-    (re.compile(r"SharedAccessKey\s*=", re.IGNORECASE), "a connection string with SharedAccessKey"),
-    (re.compile(r"SharedAccessSignature\s+sr=", re.IGNORECASE), "a SAS token"),
-    (re.compile(r"AccountKey\s*=", re.IGNORECASE), "a storage connection string with AccountKey"),
-    (re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE), "a URI with a password"),
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
-)
+from federator.validation.secrets import secret_shape
 
 
 def semantic_problems(kind: Kind, spec: Any) -> list[Problem]:
@@ -43,12 +34,9 @@ def _inline_secrets(value: Any, path: list[str | int]) -> list[Problem]:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             found += _inline_secrets(item, [*path, i])
-    elif isinstance(value, str):
-        for pattern, shape in _SECRET_SHAPES:
-            if pattern.search(value):
-                found.append(
-                    Problem(join_path(path), f"contains {shape}: inline secrets are not accepted; reference a "
-                            "Secret instead (e.g. connection.secretRef)", "semantic")
-                )
-                break
+    elif (shape := secret_shape(value)) is not None:
+        message = (
+            f"contains {shape}: inline secrets are not accepted; reference a Secret instead (e.g. secretRef)"
+        )
+        found.append(Problem(join_path(path), message, "semantic"))
     return found

@@ -1,0 +1,228 @@
+"""Protocol dispatch for one namespace: proton events -> endpoints -> namespace state.
+
+Connections, sessions and links are opened as the client asks; each attached link gets
+an ``Endpoint`` chosen by its address. Everything runs on the reactor thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from proton import Delivery, Event, Link
+
+from federator_emulator import auth
+from federator_emulator.amqp import eventhubs, servicebus
+from federator_emulator.amqp.cbs import CbsNode
+from federator_emulator.amqp.endpoints import (
+    INTERNAL_ERROR,
+    NOT_FOUND,
+    UNAUTHORIZED,
+    ConnectionContext,
+    Endpoint,
+    condition,
+)
+from federator_emulator.state.eventhubs import UnknownEntity
+from federator_emulator.state.namespace import NamespaceState
+
+logger = logging.getLogger(__name__)
+
+# Credit granted to client senders; topped up when half is used. Producers send one
+# transfer at a time, so this only bounds bursts from many clients on one link.
+_CREDIT = 1000
+_MAX_MESSAGE_SIZE = 1024 * 1024
+
+
+class Refused(Exception):
+    def __init__(self, name: str, description: str) -> None:
+        super().__init__(description)
+        self.name = name
+
+
+def _context(obj: Any) -> ConnectionContext:
+    ctx: ConnectionContext = obj.connection.fed_context
+    return ctx
+
+
+class Broker:
+    def __init__(self, namespace: NamespaceState) -> None:
+        self.namespace = namespace
+        self.consumers = eventhubs.ConsumerRegistry()
+        self.connections: set[Any] = set()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def on_connection_remote_open(self, event: Event) -> None:
+        connection = event.connection
+        connection.fed_context = ConnectionContext(self.namespace)
+        self.connections.add(connection)
+        connection.open()
+
+    def on_connection_remote_close(self, event: Event) -> None:
+        self._forget(event.connection)
+        event.connection.close()
+
+    def on_transport_closed(self, event: Event) -> None:
+        if event.connection is not None:
+            self._forget(event.connection)
+            event.connection.free()
+
+    def _forget(self, connection: Any) -> None:
+        ctx: ConnectionContext | None = getattr(connection, "fed_context", None)
+        if ctx is not None:
+            for endpoint in list(ctx.endpoints):
+                endpoint.on_close()
+            ctx.endpoints.clear()
+        self.connections.discard(connection)
+
+    def on_session_remote_open(self, event: Event) -> None:
+        event.session.open()
+
+    def on_session_remote_close(self, event: Event) -> None:
+        event.session.close()
+
+    def on_link_remote_open(self, event: Event) -> None:
+        link: Link = event.link
+        ctx = _context(link)
+        if link.is_sender:
+            link.source.address = link.remote_source.address
+            link.target.address = link.remote_target.address
+        else:
+            link.target.address = link.remote_target.address
+            link.source.address = link.remote_source.address
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.rcv_settle_mode = link.remote_rcv_settle_mode
+        link.max_message_size = _MAX_MESSAGE_SIZE
+        try:
+            endpoint = self._endpoint(ctx, link)
+        except Refused as exc:
+            logger.info("refusing link to %s: %s", self._address(link), exc)
+            link.open()
+            link.condition = condition(exc.name, str(exc))
+            link.close()
+            return
+        link.fed_endpoint = endpoint
+        ctx.endpoints.add(endpoint)
+        link.open()
+        if link.is_receiver:
+            link.flow(_CREDIT)
+        start = getattr(endpoint, "start", None)
+        if start is not None:
+            refusal = start()
+            if refusal is not None:
+                ctx.endpoints.discard(endpoint)
+                endpoint.detach(eventhubs.LINK_STOLEN, refusal)
+
+    def on_link_remote_close(self, event: Event) -> None:
+        self._close_endpoint(event.link)
+        event.link.close()
+
+    def on_link_remote_detach(self, event: Event) -> None:
+        self._close_endpoint(event.link)
+        event.link.detach()
+
+    def _close_endpoint(self, link: Link) -> None:
+        endpoint: Endpoint | None = getattr(link, "fed_endpoint", None)
+        if endpoint is not None:
+            endpoint.on_close()
+            _context(link).endpoints.discard(endpoint)
+            link.fed_endpoint = None
+
+    # -- traffic ---------------------------------------------------------------------------
+    def on_delivery(self, event: Event) -> None:
+        delivery: Delivery = event.delivery
+        link: Link = event.link
+        endpoint: Endpoint | None = getattr(link, "fed_endpoint", None)
+        if link.is_receiver:
+            if delivery.partial or not delivery.readable:
+                return
+            payload = link.recv(delivery.pending)
+            link.advance()
+            if endpoint is None:
+                delivery.settle()
+                return
+            endpoint.on_message(delivery, bytes(payload))
+            if link.credit < _CREDIT // 2:
+                link.flow(_CREDIT - link.credit)
+        elif delivery.updated and endpoint is not None:
+            endpoint.on_update(delivery)
+
+    def on_link_flow(self, event: Event) -> None:
+        endpoint: Endpoint | None = getattr(event.link, "fed_endpoint", None)
+        if endpoint is not None and event.link.is_sender:
+            endpoint.on_flow()
+
+    # -- routing ---------------------------------------------------------------------------
+    @staticmethod
+    def _address(link: Link) -> str:
+        terminus = link.remote_source if link.is_sender else link.remote_target
+        return str(terminus.address or "")
+
+    def _endpoint(self, ctx: ConnectionContext, link: Link) -> Endpoint:
+        address = self._address(link)
+        path = auth.entity_path(address)
+        if path == "$cbs":
+            return self._reply_or(ctx, link, lambda: CbsNode(ctx, link))
+        if path == "$management" or path.endswith("/$management"):
+            entity = path[: -len("$management")].rstrip("/")
+            if not (ctx.grants.allows(entity) if entity else ctx.grants.any_valid()):
+                raise Refused(UNAUTHORIZED, f"no valid CBS token for {address!r}")
+            if entity:
+                return self._reply_or(ctx, link, lambda: servicebus.management_node(ctx, link, entity))
+            return self._reply_or(ctx, link, lambda: eventhubs.Management(ctx, link))
+        if not ctx.grants.allows(path):
+            raise Refused(UNAUTHORIZED, f"no valid CBS token for {address!r}")
+        try:
+            return self._entity_endpoint(ctx, link, auth.entity_path(address).split("/"), address)
+        except UnknownEntity as exc:
+            raise Refused(NOT_FOUND, str(exc)) from None
+
+    def _reply_or(self, ctx: ConnectionContext, link: Link, make: Any) -> Endpoint:
+        """Request nodes: the client's receiver is our reply link, its sender carries requests."""
+        if link.is_sender:
+            for address in {link.remote_source.address, link.remote_target.address} - {None}:
+                ctx.reply_links[(link.session, address)] = link
+            return Endpoint(ctx, link)
+        endpoint: Endpoint = make()
+        return endpoint
+
+    def _entity_endpoint(self, ctx: ConnectionContext, link: Link, parts: list[str], address: str) -> Endpoint:
+        ns = self.namespace
+        name = parts[0]
+        if name in ns.event_hubs:
+            hub = ns.event_hub(name)
+            if link.is_receiver:
+                if len(parts) == 1:
+                    return eventhubs.Producer(ctx, link, hub, None)
+                if len(parts) == 3 and parts[1] == "partitions":
+                    return eventhubs.Producer(ctx, link, hub, hub.partition(parts[2]))
+            elif len(parts) == 5 and parts[1] == "consumergroups" and parts[3] == "partitions":
+                if not hub.has_consumer_group(parts[2]):
+                    raise UnknownEntity(f"consumer group {parts[2]!r} not found on event hub {hub.name!r}")
+                key = (hub.name.lower(), parts[2], parts[4])
+                return eventhubs.Consumer(ctx, link, hub.partition(parts[4]), self.consumers, key)
+            raise UnknownEntity(f"unsupported event hub address {address!r}")
+        return servicebus.entity_endpoint(ctx, link, parts, address)
+
+
+class Guard:
+    """Proton handler that forwards every event to the broker and contains its failures.
+
+    An exception escaping a proton handler stops the whole container; here it closes only
+    the connection that caused it.
+    """
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def on_unhandled(self, method: str, event: Event) -> None:
+        handler = getattr(self.broker, method, None)
+        if handler is None:
+            return
+        try:
+            handler(event)
+        except Exception:
+            logger.exception("error handling %s; closing the connection", method)
+            connection = event.connection
+            if connection is not None:
+                connection.condition = condition(INTERNAL_ERROR, "emulator internal error")
+                connection.close()

@@ -1,0 +1,35 @@
+"""The ``$cbs`` node: claims-based security put-token requests."""
+
+from __future__ import annotations
+
+import logging
+
+from proton import Delivery
+
+from federator_emulator import auth
+from federator_emulator.amqp import codec
+from federator_emulator.amqp.endpoints import Endpoint, accept, decode_request, reply
+
+logger = logging.getLogger(__name__)
+
+
+class CbsNode(Endpoint):
+    def on_message(self, delivery: Delivery, payload: bytes) -> None:
+        accept(delivery)
+        request = decode_request(payload)
+        properties = codec.own(request.properties or {})
+        if properties.get("operation") != "put-token":
+            reply(self.ctx, self.link, request, 400, f"unsupported CBS operation {properties.get('operation')!r}")
+            return
+        audience = str(properties.get("name", ""))
+        token = codec.own(request.body)
+        if isinstance(token, bytes):
+            token = token.decode()
+        try:
+            grant = auth.verify_sas_token(str(token), audience, self.namespace.keys)
+        except auth.AuthError as exc:
+            logger.info("CBS refused a token for %s: %s", audience, exc)
+            reply(self.ctx, self.link, request, 401, str(exc))
+            return
+        self.ctx.grants.add(grant)
+        reply(self.ctx, self.link, request, 202, "Accepted")

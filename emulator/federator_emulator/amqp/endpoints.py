@@ -1,0 +1,137 @@
+"""Shared pieces of the link endpoints: the per-connection context and reply helpers."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from proton import Condition, Delivery, Link, Message, symbol
+
+from federator_emulator.auth import ConnectionGrants
+from federator_emulator.state.namespace import NamespaceState
+
+logger = logging.getLogger(__name__)
+
+# Conditions (AMQP 1.0 §2.8.15 and the Azure vendor ones the SDKs map to exceptions).
+NOT_FOUND = "amqp:not-found"
+UNAUTHORIZED = "amqp:unauthorized-access"
+LINK_STOLEN = "amqp:link:stolen"
+INTERNAL_ERROR = "amqp:internal-error"
+NOT_ALLOWED = "amqp:not-allowed"
+LOCK_LOST = "com.microsoft:message-lock-lost"
+
+# Nested error lists are read by position too, and the padding shim only pads
+# performatives, so every condition carries a non-empty info map.
+_INFO = {symbol("com.microsoft:tracking-id"): "federator-emulator"}
+
+
+def condition(name: str, description: str) -> Condition:
+    return Condition(name, description, dict(_INFO))
+
+
+@dataclass(eq=False)
+class ConnectionContext:
+    namespace: NamespaceState
+    grants: ConnectionGrants = field(default_factory=ConnectionGrants)
+    # Server->client links by (session, address) for CBS / management replies.
+    reply_links: dict[tuple[Any, str], Link] = field(default_factory=dict)
+    endpoints: set[Endpoint] = field(default_factory=set)
+
+    def reply_link(self, session: Any, address: str) -> Link | None:
+        return self.reply_links.get((session, address))
+
+
+class Endpoint:
+    """Behaviour behind one attached link; subclasses handle one kind of node."""
+
+    def __init__(self, ctx: ConnectionContext, link: Link) -> None:
+        self.ctx = ctx
+        self.link = link
+        self._tags = itertools.count()
+
+    @property
+    def namespace(self) -> NamespaceState:
+        return self.ctx.namespace
+
+    def on_message(self, delivery: Delivery, payload: bytes) -> None:
+        """A complete message arrived on a client->server link."""
+        accept(delivery)
+
+    def on_update(self, delivery: Delivery) -> None:
+        """The client settled or changed the state of a delivery we sent."""
+        delivery.settle()
+
+    def on_flow(self) -> None:
+        """The client granted credit (or asked to drain) on a server->client link."""
+
+    def on_close(self) -> None:
+        """The link went away: drop registrations."""
+
+    def next_tag(self) -> bytes:
+        return str(next(self._tags)).encode()
+
+    def send_settled(self, payload: bytes, tag: bytes | None = None) -> None:
+        delivery = self.link.delivery(tag if tag is not None else self.next_tag())
+        self.link.send(payload)
+        self.link.advance()
+        delivery.settle()
+
+    def detach(self, name: str, description: str) -> None:
+        self.link.condition = condition(name, description)
+        self.link.close()
+
+
+def accept(delivery: Delivery) -> None:
+    delivery.update(Delivery.ACCEPTED)
+    delivery.settle()
+
+
+def reject(delivery: Delivery, name: str, description: str) -> None:
+    delivery.local.condition = condition(name, description)
+    delivery.update(Delivery.REJECTED)
+    delivery.settle()
+
+
+def reply(
+    ctx: ConnectionContext,
+    link: Link,
+    request: Message,
+    status: int,
+    description: str,
+    body: Any = None,
+    error: str | None = None,
+) -> None:
+    """Answer a CBS or management request on the reply link of its session.
+
+    Both status naming styles are sent: CBS and Event Hubs read ``status-code`` while
+    the Service Bus management link reads ``statusCode``.
+    """
+    address = request.reply_to or link.remote_target.address
+    reply_link = ctx.reply_link(link.session, address)
+    if reply_link is None:
+        logger.warning("no reply link for %r on this session; dropping reply", address)
+        return
+    properties: dict[str, Any] = {
+        "status-code": status,
+        "status-description": description,
+        "statusCode": status,
+        "statusDescription": description,
+    }
+    if error is not None:
+        properties["errorCondition"] = symbol(error)
+        properties["error-condition"] = symbol(error)
+    response = Message(body=body, properties=properties, correlation_id=request.id)
+    endpoint: Endpoint | None = getattr(reply_link, "fed_endpoint", None)
+    tag = endpoint.next_tag() if endpoint else b"r"
+    delivery = reply_link.delivery(tag)
+    reply_link.send(response.encode())
+    reply_link.advance()
+    delivery.settle()
+
+
+def decode_request(payload: bytes) -> Message:
+    message = Message()
+    message.decode(payload)
+    return message

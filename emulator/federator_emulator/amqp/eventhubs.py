@@ -1,0 +1,247 @@
+"""Event Hubs links: producers, partition consumers (with owner level) and ``$management`` READ."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from proton import Delivery, Link, symbol, timestamp
+
+from federator_emulator.amqp import annotations, codec
+from federator_emulator.amqp.endpoints import (
+    LINK_STOLEN,
+    NOT_FOUND,
+    UNAUTHORIZED,
+    ConnectionContext,
+    Endpoint,
+    accept,
+    decode_request,
+    reject,
+    reply,
+)
+from federator_emulator.state.eventhubs import EventHub, PartitionLog, StoredEvent, UnknownEntity
+
+logger = logging.getLogger(__name__)
+
+PARTITION_KEY = symbol("x-opt-partition-key")
+EPOCH = symbol("com.microsoft:epoch")
+SELECTOR_FILTER = symbol("apache.org:selector-filter:string")
+_SELECTOR = re.compile(r"amqp\.annotation\.x-opt-(offset|sequence-number|enqueued-time)\s*(>=|>)\s*'([^']*)'")
+
+
+class Producer(Endpoint):
+    """Client sender to ``<hub>`` or ``<hub>/Partitions/<id>``."""
+
+    def __init__(self, ctx: ConnectionContext, link: Link, hub: EventHub, partition: PartitionLog | None) -> None:
+        super().__init__(ctx, link)
+        self.hub = hub
+        self.partition = partition
+
+    def on_message(self, delivery: Delivery, payload: bytes) -> None:
+        try:
+            batch = codec.split_batch(payload)
+        except codec.CodecError as exc:
+            reject(delivery, "amqp:decode-error", str(exc))
+            return
+        envelope, events = batch if batch is not None else ([], [payload])
+        partition = self.partition or self.hub.route(_partition_key(envelope or list(codec.iter_sections(payload))))
+        self.namespace.publish_events(partition, self.hub.name, events)
+        self.namespace.journal.commit()
+        accept(delivery)
+
+
+def _partition_key(sections: list[tuple[int, bytes]]) -> str | None:
+    for code, raw in sections:
+        if code == codec.MESSAGE_ANNOTATIONS:
+            key = codec.decode_section(raw).get(PARTITION_KEY)
+            return None if key is None else str(key)
+    return None
+
+
+@dataclass(frozen=True)
+class StartingPosition:
+    field: str  # "offset", "sequence-number" or "enqueued-time"
+    inclusive: bool
+    value: str
+
+    def resolve(self, log: PartitionLog) -> int:
+        """The first sequence number to deliver."""
+        if self.field == "offset":
+            if self.value == "-1":
+                return log.begin_sequence_number
+            if self.value == "@latest":
+                return log.next_sequence_number
+            return log.clamp(log.first_after_offset(int(self.value), self.inclusive))
+        if self.field == "sequence-number":
+            return log.clamp(int(self.value) + (0 if self.inclusive else 1))
+        return log.clamp(log.first_after_time(int(self.value), self.inclusive))
+
+
+def _filters(link: Link) -> Any:
+    data = link.remote_source.filter
+    data.rewind()
+    return codec.own(data.get_object()) if data.next() else None
+
+
+def parse_starting_position(filters: Any) -> StartingPosition:
+    """Read the selector filter the SDK sends; no filter means the start of the partition."""
+    for value in (filters or {}).values():
+        expression = getattr(value, "value", value)
+        match = _SELECTOR.search(str(expression))
+        if match:
+            return StartingPosition(match.group(1), match.group(2) == ">=", match.group(3))
+    return StartingPosition("offset", False, "-1")
+
+
+class ConsumerRegistry:
+    """Active consumers per (hub, consumer group, partition), to enforce owner levels."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, str, str], list[Consumer]] = {}
+
+    def admit(self, key: tuple[str, str, str], consumer: Consumer) -> str | None:
+        """Register the consumer, stealing weaker ones; returns a refusal reason instead."""
+        current = self._by_key.setdefault(key, [])
+        strongest = max((c.epoch for c in current if c.epoch is not None), default=None)
+        if strongest is not None and (consumer.epoch is None or consumer.epoch < strongest):
+            return f"a receiver with a higher owner level ({strongest}) already exists"
+        if consumer.epoch is not None:
+            for other in [c for c in current if c.epoch is None or c.epoch < consumer.epoch]:
+                other.detach(LINK_STOLEN, f"a receiver with a higher owner level ({consumer.epoch}) was created")
+                self.remove(key, other)
+        current.append(consumer)
+        return None
+
+    def remove(self, key: tuple[str, str, str], consumer: Consumer) -> None:
+        current = self._by_key.get(key, [])
+        if consumer in current:
+            current.remove(consumer)
+
+
+class Consumer(Endpoint):
+    """Client receiver from ``<hub>/ConsumerGroups/<cg>/Partitions/<id>``; deliveries are pre-settled.
+
+    The SDK never settles events, so unsettled deliveries would pile up in proton forever.
+    """
+
+    def __init__(
+        self,
+        ctx: ConnectionContext,
+        link: Link,
+        log: PartitionLog,
+        registry: ConsumerRegistry,
+        key: tuple[str, str, str],
+    ) -> None:
+        super().__init__(ctx, link)
+        self.log = log
+        self.registry = registry
+        self.key = key
+        epoch = (link.remote_properties or {}).get(EPOCH)
+        self.epoch: int | None = None if epoch is None else int(epoch)
+        self.next_sequence_number = parse_starting_position(_filters(link)).resolve(log)
+
+    def start(self) -> str | None:
+        refusal = self.registry.admit(self.key, self)
+        if refusal is None:
+            self.log.listeners.append(self._on_partition)
+        return refusal
+
+    def _on_partition(self, _log: PartitionLog) -> None:
+        self.on_flow()
+
+    def on_flow(self) -> None:
+        log, link = self.log, self.link
+        if link.credit <= 0 or self.next_sequence_number >= log.next_sequence_number:
+            return
+        metrics = _runtime_metrics(log)
+        self.next_sequence_number = max(self.next_sequence_number, log.begin_sequence_number)
+        while link.credit > 0 and self.next_sequence_number < log.next_sequence_number:
+            event = log.get(self.next_sequence_number)
+            payload = _annotated(event)
+            self.send_settled(codec.insert_delivery_annotations(payload, metrics) if metrics else payload)
+            self.next_sequence_number += 1
+
+    def on_close(self) -> None:
+        self.registry.remove(self.key, self)
+        if self._on_partition in self.log.listeners:
+            self.log.listeners.remove(self._on_partition)
+
+
+def _annotated(event: StoredEvent) -> bytes:
+    entries = (
+        annotations.SEQUENCE_NUMBER
+        + annotations.encode_long(event.sequence_number)
+        + annotations.OFFSET
+        + annotations.encode_string(str(event.offset))
+        + annotations.ENQUEUED_TIME
+        + annotations.encode_timestamp(event.enqueued_time_ms)
+    )
+    return annotations.add_message_annotations(event.payload, entries, 6)
+
+
+def _runtime_metrics(log: PartitionLog) -> bytes:
+    """Delivery annotations for ``track_last_enqueued_event_properties``.
+
+    Proton cannot show us the link's desired capabilities, so they are always sent; the SDK
+    only reads them when tracking is on.
+    """
+    last = log.last()
+    if last is None:
+        return b""
+    entries = (
+        annotations.LAST_SEQUENCE_NUMBER
+        + annotations.encode_long(last.sequence_number)
+        + annotations.LAST_OFFSET
+        + annotations.encode_string(str(last.offset))
+        + annotations.LAST_TIME
+        + annotations.encode_timestamp(last.enqueued_time_ms)
+        + annotations.RETRIEVAL_TIME
+        + annotations.encode_timestamp(int(time.time() * 1000))
+    )
+    return annotations.delivery_annotations_section(entries, 8)
+
+
+class Management(Endpoint):
+    """The ``$management`` node: READ of hub and partition properties."""
+
+    def on_message(self, delivery: Delivery, payload: bytes) -> None:
+        accept(delivery)
+        request = decode_request(payload)
+        props = codec.own(request.properties or {})
+        name = str(props.get("name", ""))
+        if not self.ctx.grants.allows(name):
+            reply(self.ctx, self.link, request, 401, f"no valid token for {name!r}", error=UNAUTHORIZED)
+            return
+        try:
+            hub = self.namespace.event_hub(name)
+            if props.get("type") == "com.microsoft:partition":
+                body = _partition_properties(hub, hub.partition(str(props.get("partition"))))
+            else:
+                body = {
+                    "name": hub.name,
+                    "type": "com.microsoft:eventhub",
+                    "created_at": timestamp(hub.created_at_ms),
+                    "partition_count": len(hub.partitions),
+                    "partition_ids": list(hub.partitions),
+                }
+        except UnknownEntity as exc:
+            reply(self.ctx, self.link, request, 404, str(exc), error=NOT_FOUND)
+            return
+        reply(self.ctx, self.link, request, 200, "OK", body=body)
+
+
+def _partition_properties(hub: EventHub, log: PartitionLog) -> dict[str, Any]:
+    last = log.last()
+    return {
+        "name": hub.name,
+        "type": "com.microsoft:partition",
+        "partition": log.partition_id,
+        "begin_sequence_number": log.begin_sequence_number,
+        "last_enqueued_sequence_number": last.sequence_number if last else -1,
+        "last_enqueued_offset": str(last.offset) if last else "-1",
+        "last_enqueued_time_utc": timestamp(last.enqueued_time_ms if last else 0),
+        "is_partition_empty": last is None,
+    }

@@ -1,0 +1,120 @@
+"""Service Bus messages on the wire: reading what the broker needs, encoding deliveries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from proton import symbol, timestamp, uint
+
+from federator_emulator.amqp import codec
+from federator_emulator.state.servicebus import SbMessage
+
+# Positions in the AMQP header and properties lists (AMQP 1.0 §3.2.1, §3.2.4).
+_HEADER_TTL = 2
+_HEADER_DELIVERY_COUNT = 4
+_PROPERTY_FIELDS = {
+    "MessageId": 0,
+    "To": 2,
+    "Label": 3,
+    "ReplyTo": 4,
+    "CorrelationId": 5,
+    "ContentType": 6,
+    "SessionId": 10,
+    "ReplyToSessionId": 12,
+}
+_SYMBOL_FIELDS = frozenset({"ContentType"})
+SCHEDULED_ENQUEUE_TIME = symbol("x-opt-scheduled-enqueue-time")
+
+
+def _section_map(payload: bytes) -> dict[int, Any]:
+    return {code: codec.decode_section(raw) for code, raw in codec.iter_sections(payload) if code < codec.DATA}
+
+
+def _to_datetime(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _wire_value(value: Any) -> Any:
+    """A Python value from an SQL action as an AMQP-encodable value."""
+    if isinstance(value, datetime):
+        return timestamp(int(value.timestamp() * 1000))
+    if isinstance(value, timedelta):
+        return int(value.total_seconds() * 10_000_000)  # .NET ticks, as Service Bus stores TimeSpans
+    return value
+
+
+class AmqpInbound:
+    """A message received from a client (implements ``state.servicebus.Inbound``)."""
+
+    def __init__(self, payload: bytes) -> None:
+        self.payload = payload
+        self._sections = _section_map(payload)
+        header = self._sections.get(codec.HEADER) or []
+        properties = self._sections.get(codec.PROPERTIES) or []
+        annotations = self._sections.get(codec.MESSAGE_ANNOTATIONS) or {}
+        ttl_ms = header[_HEADER_TTL] if len(header) > _HEADER_TTL else None
+        self.ttl_seconds: float | None = ttl_ms / 1000 if ttl_ms else None
+        message_id = properties[0] if properties else None
+        self.message_id: str | None = None if message_id is None else str(message_id)
+        scheduled = annotations.get(SCHEDULED_ENQUEUE_TIME)
+        self.scheduled_at: float | None = scheduled / 1000 if scheduled else None
+
+    def sql_view(self) -> Any:
+        from federator.sql import SqlMessage
+
+        properties = list(self._sections.get(codec.PROPERTIES) or [])
+        system: dict[str, Any] = {}
+        for name, index in _PROPERTY_FIELDS.items():
+            if index < len(properties) and properties[index] is not None:
+                value = properties[index]
+                system[name] = value.decode() if isinstance(value, bytes) else str(value)
+        if self.ttl_seconds:
+            system["TimeToLive"] = timedelta(seconds=self.ttl_seconds)
+        if self.scheduled_at:
+            system["ScheduledEnqueueTimeUtc"] = _to_datetime(int(self.scheduled_at * 1000))
+        user = {str(k): v for k, v in (self._sections.get(codec.APPLICATION_PROPERTIES) or {}).items()}
+        return SqlMessage(system=system, user=user)
+
+    def rewritten(self, view: Any) -> AmqpInbound:
+        properties = list(self._sections.get(codec.PROPERTIES) or [])
+        properties += [None] * (13 - len(properties))
+        for name, index in _PROPERTY_FIELDS.items():
+            value = view.system.get(name)
+            if value is not None and str(value) != str(properties[index]):
+                properties[index] = symbol(value) if name in _SYMBOL_FIELDS else str(value)
+            elif value is None:
+                properties[index] = None
+        header = list(self._sections.get(codec.HEADER) or [])
+        header += [None] * (5 - len(header))
+        ttl = view.system.get("TimeToLive")
+        header[_HEADER_TTL] = uint(int(ttl.total_seconds() * 1000)) if ttl else None
+        replace: dict[int, Any] = {
+            codec.PROPERTIES: properties,
+            codec.HEADER: header,
+            codec.APPLICATION_PROPERTIES: {k: _wire_value(v) for k, v in view.user.items()},
+        }
+        return AmqpInbound(codec.rebuild(self.payload, replace=replace))
+
+
+def delivery_payload(message: SbMessage) -> bytes:
+    """The message as delivered: broker annotations, delivery count and dead-letter details."""
+    annotations: dict[symbol, Any] = {
+        symbol("x-opt-sequence-number"): message.sequence_number,
+        symbol("x-opt-enqueued-time"): timestamp(int(message.enqueued_time * 1000)),
+        symbol("x-opt-message-state"): int(message.state),
+    }
+    if message.lock_token is not None:
+        annotations[symbol("x-opt-locked-until")] = timestamp(int(message.locked_until * 1000))
+    if message.dead_letter_source is not None:
+        annotations[symbol("x-opt-deadletter-source")] = message.dead_letter_source
+    replace: dict[int, Any] = {}
+    if message.dead_letter_reason is not None or message.dead_letter_description is not None:
+        sections = _section_map(message.payload)
+        props = dict(sections.get(codec.APPLICATION_PROPERTIES) or {})
+        props["DeadLetterReason"] = message.dead_letter_reason or ""
+        props["DeadLetterErrorDescription"] = message.dead_letter_description or ""
+        replace[codec.APPLICATION_PROPERTIES] = props
+    header: list[Any] = [None] * 5
+    header[_HEADER_DELIVERY_COUNT] = uint(message.delivery_count)
+    return codec.rebuild(message.payload, header=header, message_annotations=annotations, replace=replace)

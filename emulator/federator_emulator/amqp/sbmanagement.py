@@ -1,0 +1,145 @@
+"""The ``<entity>/$management`` node of Service Bus: the request/response operations the SDK uses."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from proton import UNDESCRIBED, Array, Data, Delivery, Link, Message, timestamp
+
+from federator_emulator.amqp import codec
+from federator_emulator.amqp.endpoints import (
+    LOCK_LOST,
+    NOT_FOUND,
+    ConnectionContext,
+    Endpoint,
+    accept,
+    decode_request,
+    reply,
+)
+from federator_emulator.amqp.messages import AmqpInbound, delivery_payload
+from federator_emulator.amqp.servicebus import resolve_receivable, resolve_sendable
+from federator_emulator.state.eventhubs import UnknownEntity
+from federator_emulator.state.servicebus import LockLost, Queue, ReceivableEntity
+
+logger = logging.getLogger(__name__)
+
+_PEEK_LOCK = 1  # receiver-settle-mode value of ServiceBusReceiveMode.PEEK_LOCK
+_OK = (200, "OK")
+_NO_CONTENT = (204, "No Content")
+
+
+class OperationError(Exception):
+    def __init__(self, status: int, condition: str, description: str) -> None:
+        super().__init__(description)
+        self.status = status
+        self.condition = condition
+
+
+def _array(type_code: int, values: list[Any]) -> Array:
+    return Array(UNDESCRIBED, type_code, *values)
+
+
+def _tokens(body: dict[str, Any]) -> list[uuid.UUID]:
+    raw = body.get("lock-tokens")
+    values = raw.elements if isinstance(raw, Array) else list(raw or [])
+    return [v if isinstance(v, uuid.UUID) else uuid.UUID(str(v)) for v in values]
+
+
+def _numbers(value: Any) -> list[int]:
+    return [int(v) for v in (value.elements if isinstance(value, Array) else list(value or []))]
+
+
+class Management(Endpoint):
+    def __init__(self, ctx: ConnectionContext, link: Link, parts: list[str]) -> None:
+        super().__init__(ctx, link)
+        self.parts = parts
+        self._operations: dict[str, Callable[[dict[str, Any]], tuple[tuple[int, str], Any]]] = {
+            "com.microsoft:renew-lock": self._renew_lock,
+            "com.microsoft:peek-message": self._peek,
+            "com.microsoft:receive-by-sequence-number": self._receive_by_sequence_number,
+            "com.microsoft:update-disposition": self._update_disposition,
+            "com.microsoft:schedule-message": self._schedule,
+            "com.microsoft:cancel-scheduled-message": self._cancel_scheduled,
+        }
+
+    def on_message(self, delivery: Delivery, payload: bytes) -> None:
+        accept(delivery)
+        request: Message = decode_request(payload)
+        operation = str((request.properties or {}).get("operation", ""))
+        body = {str(k): v for k, v in (codec.own(request.body) or {}).items()}
+        handler = self._operations.get(operation)
+        if handler is None:
+            reply(self.ctx, self.link, request, 501, f"operation {operation!r} is not supported by the emulator",
+                  error="com.microsoft:not-implemented")
+            return
+        try:
+            (status, description), result = handler(body)
+        except UnknownEntity as exc:
+            reply(self.ctx, self.link, request, 404, str(exc), error=NOT_FOUND)
+            return
+        except LockLost as exc:
+            reply(self.ctx, self.link, request, 410, str(exc), error=LOCK_LOST)
+            return
+        self.namespace.journal.commit()
+        reply(self.ctx, self.link, request, status, description, body=result)
+
+    def _receivable(self) -> ReceivableEntity:
+        return resolve_receivable(self.ctx, self.parts)
+
+    def _renew_lock(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        entity = self._receivable()
+        expirations = [timestamp(int(entity.renew(token) * 1000)) for token in _tokens(body)]
+        return _OK, {"expirations": _array(Data.TIMESTAMP, expirations)}
+
+    def _peek(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        found = self._receivable().peek(int(body.get("from-sequence-number", 1)), int(body.get("message-count", 1)))
+        if not found:
+            return _NO_CONTENT, None
+        return _OK, {"messages": [{"message": delivery_payload(m)} for m in found]}
+
+    def _receive_by_sequence_number(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        peek_lock = int(body.get("receiver-settle-mode", _PEEK_LOCK)) == _PEEK_LOCK
+        found = self._receivable().receive_deferred(_numbers(body.get("sequence-numbers")), peek_lock)
+        if not found:
+            return _NO_CONTENT, None
+        messages = []
+        for message in found:
+            entry: dict[str, Any] = {"message": delivery_payload(message)}
+            if message.lock_token is not None:
+                entry["lock-token"] = message.lock_token
+            messages.append(entry)
+        return _OK, {"messages": messages}
+
+    def _update_disposition(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        entity = self._receivable()
+        status = str(body.get("disposition-status"))
+        for token in _tokens(body):
+            if status == "completed":
+                entity.complete(token)
+            elif status == "abandoned":
+                entity.abandon(token)
+            elif status == "defered":  # sic: the SDK's spelling
+                entity.defer(token)
+            elif status == "suspended":
+                entity.dead_letter_locked(token, body.get("deadletter-reason"), body.get("deadletter-description"))
+        return _OK, None
+
+    def _schedule(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        target = resolve_sendable(self.ctx, self.parts)
+        numbers: list[int] = []
+        for entry in body.get("messages") or []:
+            inbound = AmqpInbound(bytes(entry["message"]))
+            if isinstance(target, Queue):
+                message = target.send(inbound)
+                numbers.append(message.sequence_number if message else -1)
+            else:
+                numbers.append(target.send(inbound) or -1)
+        return _OK, {"sequence-numbers": _array(Data.LONG, numbers)}
+
+    def _cancel_scheduled(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        target = resolve_sendable(self.ctx, self.parts)
+        target.cancel_scheduled(_numbers(body.get("sequence-numbers")))
+        return _OK, None

@@ -1,0 +1,179 @@
+"""Service Bus links: senders to queues/topics and receivers from queues, subscriptions and DLQs."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from proton import Delivery, Link, symbol, ulong
+
+from federator_emulator.amqp import codec
+from federator_emulator.amqp.endpoints import (
+    LOCK_LOST,
+    ConnectionContext,
+    Endpoint,
+    accept,
+    condition,
+    reject,
+)
+from federator_emulator.amqp.messages import AmqpInbound, delivery_payload
+from federator_emulator.state.eventhubs import UnknownEntity
+from federator_emulator.state.servicebus import LockLost, Queue, ReceivableEntity, Topic
+
+logger = logging.getLogger(__name__)
+
+MAX_BATCH_SIZE = symbol("com.microsoft:max-message-batch-size")
+_BATCH_SIZE = 1024 * 1024
+DEAD_LETTER_QUEUE = "$deadletterqueue"
+
+
+def resolve_receivable(ctx: ConnectionContext, parts: list[str]) -> ReceivableEntity:
+    """``q``, ``q/$DeadLetterQueue``, ``t/Subscriptions/s`` or ``t/Subscriptions/s/$DeadLetterQueue``."""
+    ns = ctx.namespace
+    dead_letter = parts[-1] == DEAD_LETTER_QUEUE
+    if dead_letter:
+        parts = parts[:-1]
+    entity: ReceivableEntity
+    if len(parts) == 1:
+        entity = ns.queue(parts[0])
+    elif len(parts) == 3 and parts[1] == "subscriptions":
+        entity = ns.topic(parts[0]).subscription(parts[2])
+    else:
+        raise UnknownEntity(f"unsupported Service Bus path {'/'.join(parts)!r}")
+    if dead_letter:
+        assert entity.dead_letter is not None  # queues and subscriptions always have one
+        return entity.dead_letter
+    return entity
+
+
+def resolve_sendable(ctx: ConnectionContext, parts: list[str]) -> Queue | Topic:
+    if len(parts) != 1:
+        raise UnknownEntity(f"cannot send to {'/'.join(parts)!r}")
+    ns = ctx.namespace
+    if parts[0] in ns.queues:
+        return ns.queue(parts[0])
+    return ns.topic(parts[0])
+
+
+def entity_endpoint(ctx: ConnectionContext, link: Link, parts: list[str], address: str) -> Endpoint:
+    if link.is_receiver:
+        link.properties = {MAX_BATCH_SIZE: ulong(_BATCH_SIZE)}
+        return Sender(ctx, link, resolve_sendable(ctx, parts))
+    peek_lock = link.remote_snd_settle_mode != Link.SND_SETTLED
+    return Receiver(ctx, link, resolve_receivable(ctx, parts), peek_lock)
+
+
+def management_node(ctx: ConnectionContext, link: Link, entity_path: str) -> Endpoint:
+    from federator_emulator.amqp.sbmanagement import Management
+
+    return Management(ctx, link, entity_path.split("/"))
+
+
+def send_inbound(target: Queue | Topic, payload: bytes) -> None:
+    """Store one client message, or every message of a batch envelope."""
+    batch = codec.split_batch(payload)
+    for inner in batch[1] if batch is not None else [payload]:
+        target.send(AmqpInbound(inner))
+
+
+class Sender(Endpoint):
+    """Client sender to a queue or topic."""
+
+    def __init__(self, ctx: ConnectionContext, link: Link, target: Queue | Topic) -> None:
+        super().__init__(ctx, link)
+        self.target = target
+
+    def on_message(self, delivery: Delivery, payload: bytes) -> None:
+        try:
+            send_inbound(self.target, payload)
+        except codec.CodecError as exc:
+            reject(delivery, "amqp:decode-error", str(exc))
+            return
+        self.namespace.journal.commit()
+        accept(delivery)
+
+
+class Receiver(Endpoint):
+    """Client receiver; peek-lock deliveries are tagged with the 16-byte lock token."""
+
+    def __init__(self, ctx: ConnectionContext, link: Link, entity: ReceivableEntity, peek_lock: bool) -> None:
+        super().__init__(ctx, link)
+        self.entity = entity
+        self.peek_lock = peek_lock
+        entity.listeners.append(self._on_entity)
+
+    def _on_entity(self, _entity: ReceivableEntity) -> None:
+        self.on_flow()
+
+    def on_flow(self) -> None:
+        link = self.link
+        while link.credit > 0:
+            message = self.entity.receive(self.peek_lock)
+            if message is None:
+                break
+            payload = delivery_payload(message)
+            if self.peek_lock:
+                assert message.lock_token is not None
+                delivery = link.delivery(message.lock_token.bytes_le)
+                delivery.fed_token = message.lock_token
+                link.send(payload)
+                link.advance()
+            else:
+                self.send_settled(payload)
+        if not self.peek_lock:
+            self.namespace.journal.commit()
+        if link.drain_mode:
+            link.drained()
+
+    def on_update(self, delivery: Delivery) -> None:
+        token: uuid.UUID | None = getattr(delivery, "fed_token", None)
+        state = delivery.remote_state
+        if token is None or state is None:
+            delivery.settle()
+            return
+        try:
+            settle(self.entity, token, state, delivery.remote)
+        except LockLost as exc:
+            delivery.local.condition = condition(LOCK_LOST, str(exc))
+            delivery.update(Delivery.REJECTED)
+            delivery.settle()
+            return
+        self.namespace.journal.commit()
+        # The SDK waits for the same outcome echoed back in a settled disposition.
+        if state == Delivery.MODIFIED:
+            delivery.local.failed = delivery.remote.failed
+            delivery.local.undeliverable = delivery.remote.undeliverable
+        delivery.update(state)
+        delivery.settle()
+
+    def on_close(self) -> None:
+        if self._on_entity in self.entity.listeners:
+            self.entity.listeners.remove(self._on_entity)
+
+
+def settle(entity: ReceivableEntity, token: uuid.UUID, state: int, remote: Any) -> None:
+    """Apply a client outcome to a locked message (raises ``LockLost``)."""
+    if state == Delivery.ACCEPTED:
+        entity.complete(token)
+    elif state == Delivery.RELEASED:
+        entity.release(token)
+    elif state == Delivery.MODIFIED:
+        if remote.undeliverable:
+            entity.defer(token)
+        elif remote.failed:
+            entity.abandon(token)
+        else:
+            entity.release(token)
+    elif state == Delivery.REJECTED:
+        reason, description = dead_letter_details(remote.condition)
+        entity.dead_letter_locked(token, reason, description)
+
+
+def dead_letter_details(rejection: Any) -> tuple[str | None, str | None]:
+    if rejection is None:
+        return None, None
+    info = codec.own(rejection.info or {})
+    reason = info.get(symbol("DeadLetterReason"), info.get("DeadLetterReason"))
+    description = info.get(symbol("DeadLetterErrorDescription"), info.get("DeadLetterErrorDescription"))
+    return reason, description if description is not None else rejection.description

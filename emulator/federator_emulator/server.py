@@ -1,0 +1,288 @@
+"""Wiring: namespaces + proton container + ready file + signals.
+
+``start_emulator`` runs the emulator on a background thread (tests, local mode);
+``run_forever`` is the ``federator emulator`` command, blocking in the foreground.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, TypeVar
+
+from proton import Event
+from proton._reactor import Task
+from proton.reactor import ApplicationEvent, Container, EventInjector
+
+from federator_emulator import auth
+from federator_emulator.amqp import padshim
+from federator_emulator.amqp.broker import Broker, Guard
+from federator_emulator.amqp.listener import SaslAcceptor
+from federator_emulator.config import EmulatorConfig, NamespaceConfig, load_config
+from federator_emulator.state.journal import FileJournal, Journal, read_journal
+from federator_emulator.state.namespace import NamespaceState
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# How often locks, TTLs, scheduled messages and retention are checked. Lock and TTL
+# precision in tests is therefore about this much.
+TICK_SECONDS = 0.05
+_FORCED_STOP_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class NamespaceEndpoint:
+    """How clients reach one namespace (what the ready file lists)."""
+
+    name: str
+    host: str
+    amqp_port: int
+    connection_strings: dict[str, str]  # SAS key name -> connection string
+
+    @property
+    def connection_string(self) -> str:
+        """The connection string of the first configured key."""
+        return next(iter(self.connection_strings.values()))
+
+    def ready_entry(self) -> dict[str, Any]:
+        # Keys reserved for the management plane (added later): httpsEndpoint, caCertificatePath.
+        return {
+            "amqpHost": self.host,
+            "amqpPort": self.amqp_port,
+            "connectionStrings": self.connection_strings,
+            "connectionString": self.connection_string,
+        }
+
+
+def _client_host(bind_host: str) -> str:
+    """The SDKs need a name they can connect to; a wildcard bind is reached over loopback."""
+    return "localhost" if bind_host in ("0.0.0.0", "::", "127.0.0.1", "") else bind_host
+
+
+class _Control:
+    """Container-level handler: periodic tick and requests from other threads."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.emulator = emulator
+
+    def on_timer_task(self, event: Event) -> None:
+        self.emulator._on_tick()
+
+    def on_federator_call(self, event: ApplicationEvent) -> None:
+        function, future = event.subject
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(function())
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    def on_federator_stop(self, event: ApplicationEvent) -> None:
+        self.emulator._shutdown()
+
+
+@dataclass
+class Emulator:
+    """All namespaces of one config served by one proton container."""
+
+    config: EmulatorConfig
+    data_dir: Path | None = None
+    namespaces: dict[str, NamespaceState] = field(default_factory=dict)
+    endpoints: dict[str, NamespaceEndpoint] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        padshim.install()
+        self._control = _Control(self)
+        self._container = Container(self._control)
+        self._injector = EventInjector()
+        self._container.selectable(self._injector)
+        self._acceptors: list[SaslAcceptor] = []
+        self._brokers: list[Broker] = []
+        self._journals: list[Journal] = []
+        self._timer: Task | None = None
+        self._stopping = False
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        for ns_config in self.config.namespaces:
+            self._add_namespace(ns_config)
+
+    def _add_namespace(self, ns_config: NamespaceConfig) -> None:
+        journal: Journal | None = None
+        if self.data_dir is not None:
+            path = self.data_dir / f"{ns_config.name}.journal"
+            records = read_journal(path)
+            file_journal = FileJournal(path, fsync=self.config.fsync)
+            journal = file_journal
+        state = NamespaceState(ns_config, journal)
+        if self.data_dir is not None:
+            replayed = state.replay(records)
+            logger.info("namespace %s: replayed %d journal records", ns_config.name, replayed)
+            self._journals.append(file_journal)
+        broker = Broker(state)
+        acceptor = SaslAcceptor(self._container, ns_config.host, ns_config.amqp_port, Guard(broker))
+        host = _client_host(ns_config.host)
+        self.namespaces[ns_config.name] = state
+        self._brokers.append(broker)
+        self._acceptors.append(acceptor)
+        self.endpoints[ns_config.name] = NamespaceEndpoint(
+            name=ns_config.name,
+            host=host,
+            amqp_port=acceptor.port,
+            connection_strings={
+                k.name: auth.connection_string(host, acceptor.port, k.name, k.key) for k in ns_config.keys
+            },
+        )
+
+    # -- running (reactor thread) ----------------------------------------------------------
+    def run(self) -> None:
+        """Serve until ``request_stop``; call on the thread that owns the emulator."""
+        self._timer = self._container.schedule(TICK_SECONDS, self._control)
+        logger.info("emulator serving %s", {n: e.amqp_port for n, e in self.endpoints.items()})
+        try:
+            self._container.run()
+        finally:
+            for journal in self._journals:
+                journal.close()
+            for fd in self._injector.pipe:
+                os.close(fd)
+
+    def _on_tick(self) -> None:
+        for state in self.namespaces.values():
+            state.tick()
+            state.journal.commit()
+        if not self._stopping:
+            self._timer = self._container.schedule(TICK_SECONDS, self._control)
+
+    def _shutdown(self) -> None:
+        self._stopping = True
+        if self._timer is not None:
+            self._timer.cancel()
+        for acceptor in self._acceptors:
+            acceptor.close()
+        for broker in self._brokers:
+            for connection in list(broker.connections):
+                connection.close()
+                if connection.transport is not None:
+                    connection.transport.close_tail()
+        self._injector.close()
+        # Peers that never read our close frame must not keep us alive.
+        self._container.schedule(_FORCED_STOP_SECONDS, _ForceStop(self._container))
+
+    # -- other threads -----------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Ask the reactor thread to close everything and return from ``run`` (thread-safe)."""
+        self._injector.trigger(ApplicationEvent("federator_stop"))
+
+    def call(self, function: Callable[[], T], timeout: float = 10.0) -> T:
+        """Run ``function`` on the reactor thread and return its result (thread-safe).
+
+        This is how a management plane changes namespace state while clients are connected.
+        """
+        future: Future[T] = Future()
+        self._injector.trigger(ApplicationEvent("federator_call", subject=(function, future)))
+        return future.result(timeout)
+
+    def ready_document(self) -> dict[str, Any]:
+        return {"namespaces": {name: e.ready_entry() for name, e in self.endpoints.items()}}
+
+
+class _ForceStop:
+    def __init__(self, container: Container) -> None:
+        self.container = container
+
+    def on_timer_task(self, event: Event) -> None:
+        self.container.stop()
+
+
+class RunningEmulator:
+    """An emulator serving on a background thread; a context manager that stops it."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.emulator = emulator
+        self._thread = threading.Thread(target=emulator.run, name="federator-emulator", daemon=True)
+        self._thread.start()
+
+    @property
+    def namespaces(self) -> dict[str, NamespaceEndpoint]:
+        return self.emulator.endpoints
+
+    def namespace(self, name: str | None = None) -> NamespaceEndpoint:
+        """A namespace's endpoint; without a name, the only (or first) one."""
+        if name is None:
+            return next(iter(self.emulator.endpoints.values()))
+        return self.emulator.endpoints[name]
+
+    def connection_string(self, namespace: str | None = None, key_name: str | None = None) -> str:
+        endpoint = self.namespace(namespace)
+        return endpoint.connection_strings[key_name] if key_name else endpoint.connection_string
+
+    def state(self, namespace: str | None = None) -> NamespaceState:
+        """Namespace state; only touch it through ``call`` while the emulator runs."""
+        name = namespace or next(iter(self.emulator.namespaces))
+        return self.emulator.namespaces[name]
+
+    def call(self, function: Callable[[], T], timeout: float = 10.0) -> T:
+        return self.emulator.call(function, timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if not self._thread.is_alive():
+            return
+        self.emulator.request_stop()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RuntimeError("emulator thread did not stop")
+
+    def __enter__(self) -> RunningEmulator:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def start_emulator(config: EmulatorConfig | dict[str, Any], data_dir: Path | None = None) -> RunningEmulator:
+    """Start serving in-process; use as ``with start_emulator(cfg) as emu: ...``."""
+    if not isinstance(config, EmulatorConfig):
+        config = EmulatorConfig.model_validate(config)
+    return RunningEmulator(Emulator(config, data_dir))
+
+
+def write_ready_file(path: Path, document: dict[str, Any]) -> None:
+    """Write atomically so a watcher never reads a half-written file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def run_forever(config_path: Path, data_dir: Path | None, ready_file: Path | None) -> int:
+    """The ``federator emulator`` command: serve until SIGTERM/SIGINT; returns the exit code."""
+    try:
+        config = load_config(config_path)
+    except (OSError, ValueError) as exc:
+        logger.error("cannot load emulator config %s: %s", config_path, exc)
+        return 2
+    emulator = Emulator(config, data_dir)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        logger.info("received signal %d, stopping", signum)
+        emulator.request_stop()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if ready_file is not None:
+            write_ready_file(ready_file, emulator.ready_document())
+        emulator.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

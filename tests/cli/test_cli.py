@@ -1,0 +1,68 @@
+"""The `federator` command: CRDs, validation exit codes, and honest refusals for what is not built."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from federator.api.crdgen import render_all
+from federator.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+
+def test_crds_prints_exactly_the_crds_directory() -> None:
+    result = runner.invoke(app, ["crds"])
+    assert result.exit_code == 0
+    printed = [d for d in yaml.safe_load_all(result.stdout) if d]
+    on_disk = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "crds").glob("*.yaml"))]
+    key = lambda d: d["metadata"]["name"]  # noqa: E731
+    assert sorted(printed, key=key) == sorted(on_disk, key=key)
+
+
+def test_crds_writes_one_file_per_kind(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["crds", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 0
+    assert {p.name: p.read_text(encoding="utf-8") for p in tmp_path.iterdir()} == render_all()
+
+
+def test_validate_accepts_the_examples() -> None:
+    result = runner.invoke(app, ["validate", *map(str, sorted((ROOT / "examples").glob("*.yaml")))])
+    assert result.exit_code == 0, result.stdout
+    assert " 0 invalid" in result.stdout
+
+
+def test_validate_fails_and_prints_the_field_path() -> None:
+    bad = ROOT / "tests" / "manifests" / "invalid" / "two-sources.yaml"
+    result = runner.invoke(app, ["validate", str(bad)])
+    assert result.exit_code == 1
+    assert "spec.source: exactly one of eventHub, serviceBus must be set" in result.stdout
+
+
+def test_validate_reports_a_missing_file_without_crashing(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 1
+    assert "cannot read" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "command", [["render", "-f", "x.yaml"], ["run", "-f", "x.yaml"], ["demo"], ["operator"]]
+)
+def test_unbuilt_commands_say_so_and_fail(command: list[str]) -> None:
+    result = runner.invoke(app, command)
+    assert result.exit_code != 0
+    assert "not built yet" in result.stderr
+
+
+def test_console_script_is_installed() -> None:
+    exe = Path(sys.executable).parent / "federator"
+    completed = subprocess.run(
+        [str(exe), "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0 and completed.stdout.strip() == "0.1.0"
