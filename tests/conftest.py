@@ -12,3 +12,4 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+pytest_plugins = ["federator_emulator.testing"]

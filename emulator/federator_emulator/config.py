@@ -110,7 +110,8 @@ class NamespaceConfig(_Model):
 
     @model_validator(mode="after")
     def _unique_names(self) -> NamespaceConfig:
-        names = [e.name.lower() for e in [*self.event_hubs, *self.queues, *self.topics]]
+        entities: list[EventHubConfig | QueueConfig | TopicConfig] = [*self.event_hubs, *self.queues, *self.topics]
+        names = [e.name.lower() for e in entities]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"namespace {self.name!r}: duplicate entity names {duplicates}")

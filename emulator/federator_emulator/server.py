@@ -18,7 +18,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, TypeVar
 
-from proton import Event
+from proton import Event, Handler
 from proton._reactor import Task
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
@@ -68,7 +68,7 @@ def _client_host(bind_host: str) -> str:
     return "localhost" if bind_host in ("0.0.0.0", "::", "127.0.0.1", "") else bind_host
 
 
-class _Control:
+class _Control(Handler):
     """Container-level handler: periodic tick and requests from other threads."""
 
     def __init__(self, emulator: Emulator) -> None:
@@ -195,7 +195,7 @@ class Emulator:
         return {"namespaces": {name: e.ready_entry() for name, e in self.endpoints.items()}}
 
 
-class _ForceStop:
+class _ForceStop(Handler):
     def __init__(self, container: Container) -> None:
         self.container = container
 

@@ -30,6 +30,13 @@ def refusal(parse: Any, text: str, **kwargs: Any) -> tuple[str, int]:
         pytest.param(
             '"my prop = 1', "unterminated quoted identifier", 0, id="unterminated-quoted-identifier"
         ),
+        pytest.param("[] = 1", "empty identifier", 0, id="empty-delimited-identifier"),
+        pytest.param(
+            "a = 1 AND " + "(" * 400 + "a = 1" + ")" * 400, "expression nested too deeply", 0, id="deep"
+        ),
+        pytest.param(
+            "a = '" + "x" * 1020 + "'", "expression longer than 1024 characters", 1024, id="too-long"
+        ),
         pytest.param("a == 1", "unknown operator '=='", 2, id="double-equals"),
         pytest.param("a => 1", "unknown operator '=>'", 2, id="arrow"),
         pytest.param("a = 1 && b = 2", "unknown operator '&&'", 6, id="c-style-and"),
@@ -156,6 +163,12 @@ def test_malformed_filters(text: str, reason: str, position: int) -> None:
 )
 def test_malformed_actions(text: str, reason: str, position: int) -> None:
     assert refusal(parse_action, text) == (reason, position)
+
+
+def test_the_length_limit_is_a_service_bus_one() -> None:
+    long_condition = " OR ".join(f"body.region = 'r{n}'" for n in range(100))
+    assert len(long_condition) > 1024
+    assert parse_filter(long_condition, Dialect.FEDERATOR).text == long_condition
 
 
 def test_body_references_are_refused_in_actions_of_the_service_bus_dialect() -> None:

@@ -14,6 +14,7 @@ BODY = {
     "items": [{"sku": "A-1"}, {"sku": "B-2"}],
     "matrix": [[1, 2], [3, 4]],
     "order id": "x-1",
+    "in": {"not": 1},
 }
 
 
@@ -31,6 +32,7 @@ def matches(text: str, body: Any = BODY, **user: Any) -> bool:
         pytest.param("body.items.1.sku = 'B-2'", True, id="array-index"),
         pytest.param("body.matrix.1.0 = 3", True, id="nested-array-index"),
         pytest.param("body.[order id] = 'x-1'", True, id="delimited-segment"),
+        pytest.param("body.in.not = 1", True, id="keyword-segments"),
         pytest.param("body.order.Status = 'shipped'", False, id="json-keys-are-case-sensitive"),
         pytest.param("body.order.missing IS NULL", True, id="missing-path-is-null"),
         pytest.param("body.order.missing = 1", False, id="missing-path-compares-unknown"),

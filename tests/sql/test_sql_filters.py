@@ -346,6 +346,12 @@ def test_parameters_bind_like_sql_filter_parameters() -> None:
     assert parse_filter("source = @P", parameters={"p": "orders"}).matches(msg)
 
 
+def test_long_chains_evaluate_without_deep_recursion() -> None:
+    chain = parse_filter(" AND ".join(["a = 1"] * 3000), Dialect.FEDERATOR)
+    assert chain.matches(message(a=1))
+    assert not chain.matches(message(a=2))
+
+
 def test_filters_are_reusable_and_do_not_mutate_the_message() -> None:
     compiled = parse_filter("color = 'red' AND EXISTS(quantity)")
     red, blue = message(color="red", quantity=1), message(color="blue", quantity=1)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from federator.validation import validate_object
 
 
@@ -49,6 +51,23 @@ def test_changing_the_consumer_group_is_refused_even_from_its_default() -> None:
     new = copy.deepcopy(old)
     new["spec"]["source"]["eventHub"]["consumerGroup"] = "mine"
     assert _messages(new, old) == ["spec.source.eventHub.consumerGroup: consumerGroup is immutable"]
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("queueName", "queueName is immutable"),
+        ("topicName", "topicName is immutable"),
+        ("subscriptionName", "subscriptionName is immutable"),
+    ],
+)
+def test_changing_the_service_bus_source_entity_is_refused(field: str, message: str) -> None:
+    queue = {"connection": {"emulator": {"namespace": "a"}}, "queueName": "orders"}
+    topic = {"connection": {"emulator": {"namespace": "a"}}, "topicName": "audit", "subscriptionName": "to-stream"}
+    old = _task(source={"serviceBus": queue if field == "queueName" else topic})
+    new = copy.deepcopy(old)
+    new["spec"]["source"]["serviceBus"][field] += "-v2"
+    assert _messages(new, old) == [f"spec.source.serviceBus.{field}: {message}"]
 
 
 def test_changing_a_target_is_allowed() -> None:

@@ -9,13 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from proton import Delivery, Event, Link
-
 from federator_emulator import auth
 from federator_emulator.amqp import eventhubs, servicebus
 from federator_emulator.amqp.cbs import CbsNode
 from federator_emulator.amqp.endpoints import (
     INTERNAL_ERROR,
+    LINK_STOLEN,
     NOT_FOUND,
     UNAUTHORIZED,
     ConnectionContext,
@@ -51,17 +50,17 @@ class Broker:
         self.connections: set[Any] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
-    def on_connection_remote_open(self, event: Event) -> None:
+    def on_connection_remote_open(self, event: Any) -> None:
         connection = event.connection
         connection.fed_context = ConnectionContext(self.namespace)
         self.connections.add(connection)
         connection.open()
 
-    def on_connection_remote_close(self, event: Event) -> None:
+    def on_connection_remote_close(self, event: Any) -> None:
         self._forget(event.connection)
         event.connection.close()
 
-    def on_transport_closed(self, event: Event) -> None:
+    def on_transport_closed(self, event: Any) -> None:
         if event.connection is not None:
             self._forget(event.connection)
             event.connection.free()
@@ -74,14 +73,14 @@ class Broker:
             ctx.endpoints.clear()
         self.connections.discard(connection)
 
-    def on_session_remote_open(self, event: Event) -> None:
+    def on_session_remote_open(self, event: Any) -> None:
         event.session.open()
 
-    def on_session_remote_close(self, event: Event) -> None:
+    def on_session_remote_close(self, event: Any) -> None:
         event.session.close()
 
-    def on_link_remote_open(self, event: Event) -> None:
-        link: Link = event.link
+    def on_link_remote_open(self, event: Any) -> None:
+        link: Any = event.link
         ctx = _context(link)
         if link.is_sender:
             link.source.address = link.remote_source.address
@@ -110,17 +109,17 @@ class Broker:
             refusal = start()
             if refusal is not None:
                 ctx.endpoints.discard(endpoint)
-                endpoint.detach(eventhubs.LINK_STOLEN, refusal)
+                endpoint.detach(LINK_STOLEN, refusal)
 
-    def on_link_remote_close(self, event: Event) -> None:
+    def on_link_remote_close(self, event: Any) -> None:
         self._close_endpoint(event.link)
         event.link.close()
 
-    def on_link_remote_detach(self, event: Event) -> None:
+    def on_link_remote_detach(self, event: Any) -> None:
         self._close_endpoint(event.link)
         event.link.detach()
 
-    def _close_endpoint(self, link: Link) -> None:
+    def _close_endpoint(self, link: Any) -> None:
         endpoint: Endpoint | None = getattr(link, "fed_endpoint", None)
         if endpoint is not None:
             endpoint.on_close()
@@ -128,9 +127,9 @@ class Broker:
             link.fed_endpoint = None
 
     # -- traffic ---------------------------------------------------------------------------
-    def on_delivery(self, event: Event) -> None:
-        delivery: Delivery = event.delivery
-        link: Link = event.link
+    def on_delivery(self, event: Any) -> None:
+        delivery: Any = event.delivery
+        link: Any = event.link
         endpoint: Endpoint | None = getattr(link, "fed_endpoint", None)
         if link.is_receiver:
             if delivery.partial or not delivery.readable:
@@ -146,18 +145,18 @@ class Broker:
         elif delivery.updated and endpoint is not None:
             endpoint.on_update(delivery)
 
-    def on_link_flow(self, event: Event) -> None:
+    def on_link_flow(self, event: Any) -> None:
         endpoint: Endpoint | None = getattr(event.link, "fed_endpoint", None)
         if endpoint is not None and event.link.is_sender:
             endpoint.on_flow()
 
     # -- routing ---------------------------------------------------------------------------
     @staticmethod
-    def _address(link: Link) -> str:
+    def _address(link: Any) -> str:
         terminus = link.remote_source if link.is_sender else link.remote_target
         return str(terminus.address or "")
 
-    def _endpoint(self, ctx: ConnectionContext, link: Link) -> Endpoint:
+    def _endpoint(self, ctx: ConnectionContext, link: Any) -> Endpoint:
         address = self._address(link)
         path = auth.entity_path(address)
         if path == "$cbs":
@@ -176,7 +175,7 @@ class Broker:
         except UnknownEntity as exc:
             raise Refused(NOT_FOUND, str(exc)) from None
 
-    def _reply_or(self, ctx: ConnectionContext, link: Link, make: Any) -> Endpoint:
+    def _reply_or(self, ctx: ConnectionContext, link: Any, make: Any) -> Endpoint:
         """Request nodes: the client's receiver is our reply link, its sender carries requests."""
         if link.is_sender:
             for address in {link.remote_source.address, link.remote_target.address} - {None}:
@@ -185,7 +184,7 @@ class Broker:
         endpoint: Endpoint = make()
         return endpoint
 
-    def _entity_endpoint(self, ctx: ConnectionContext, link: Link, parts: list[str], address: str) -> Endpoint:
+    def _entity_endpoint(self, ctx: ConnectionContext, link: Any, parts: list[str], address: str) -> Endpoint:
         ns = self.namespace
         name = parts[0]
         if name in ns.event_hubs:
@@ -214,7 +213,7 @@ class Guard:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    def on_unhandled(self, method: str, event: Event) -> None:
+    def on_unhandled(self, method: str, event: Any) -> None:
         handler = getattr(self.broker, method, None)
         if handler is None:
             return

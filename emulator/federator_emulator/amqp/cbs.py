@@ -19,7 +19,13 @@ class CbsNode(Endpoint):
         request = decode_request(payload)
         properties = codec.own(request.properties or {})
         if properties.get("operation") != "put-token":
-            reply(self.ctx, self.link, request, 400, f"unsupported CBS operation {properties.get('operation')!r}")
+            reply(
+                self.ctx,
+                self.link,
+                request,
+                400,
+                f"unsupported CBS operation {properties.get('operation')!r}",
+            )
             return
         audience = str(properties.get("name", ""))
         token = codec.own(request.body)

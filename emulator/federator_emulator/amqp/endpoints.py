@@ -24,7 +24,7 @@ LOCK_LOST = "com.microsoft:message-lock-lost"
 
 # Nested error lists are read by position too, and the padding shim only pads
 # performatives, so every condition carries a non-empty info map.
-_INFO = {symbol("com.microsoft:tracking-id"): "federator-emulator"}
+_INFO: dict[Any, Any] = {symbol("com.microsoft:tracking-id"): "federator-emulator"}
 
 
 def condition(name: str, description: str) -> Condition:
@@ -73,7 +73,7 @@ class Endpoint:
         return str(next(self._tags)).encode()
 
     def send_settled(self, payload: bytes, tag: bytes | None = None) -> None:
-        delivery = self.link.delivery(tag if tag is not None else self.next_tag())
+        delivery = self.link.delivery(tag if tag is not None else self.next_tag())  # type: ignore[arg-type]
         self.link.send(payload)
         self.link.advance()
         delivery.settle()
@@ -108,7 +108,7 @@ def reply(
     Both status naming styles are sent: CBS and Event Hubs read ``status-code`` while
     the Service Bus management link reads ``statusCode``.
     """
-    address = request.reply_to or link.remote_target.address
+    address = str(request.reply_to or link.remote_target.address)
     reply_link = ctx.reply_link(link.session, address)
     if reply_link is None:
         logger.warning("no reply link for %r on this session; dropping reply", address)
@@ -125,7 +125,7 @@ def reply(
     response = Message(body=body, properties=properties, correlation_id=request.id)
     endpoint: Endpoint | None = getattr(reply_link, "fed_endpoint", None)
     tag = endpoint.next_tag() if endpoint else b"r"
-    delivery = reply_link.delivery(tag)
+    delivery = reply_link.delivery(tag)  # type: ignore[arg-type]  # binary tags are fine
     reply_link.send(response.encode())
     reply_link.advance()
     delivery.settle()

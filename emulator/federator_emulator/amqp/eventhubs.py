@@ -10,7 +10,7 @@ from typing import Any
 
 from proton import Delivery, Link, symbol, timestamp
 
-from federator_emulator.amqp import annotations, codec
+from federator_emulator.amqp import codec, splice
 from federator_emulator.amqp.endpoints import (
     LINK_STOLEN,
     NOT_FOUND,
@@ -35,7 +35,9 @@ _SELECTOR = re.compile(r"amqp\.annotation\.x-opt-(offset|sequence-number|enqueue
 class Producer(Endpoint):
     """Client sender to ``<hub>`` or ``<hub>/Partitions/<id>``."""
 
-    def __init__(self, ctx: ConnectionContext, link: Link, hub: EventHub, partition: PartitionLog | None) -> None:
+    def __init__(
+        self, ctx: ConnectionContext, link: Link, hub: EventHub, partition: PartitionLog | None
+    ) -> None:
         super().__init__(ctx, link)
         self.hub = hub
         self.partition = partition
@@ -47,7 +49,9 @@ class Producer(Endpoint):
             reject(delivery, "amqp:decode-error", str(exc))
             return
         envelope, events = batch if batch is not None else ([], [payload])
-        partition = self.partition or self.hub.route(_partition_key(envelope or list(codec.iter_sections(payload))))
+        partition = self.partition or self.hub.route(
+            _partition_key(envelope or list(codec.iter_sections(payload)))
+        )
         self.namespace.publish_events(partition, self.hub.name, events)
         self.namespace.journal.commit()
         accept(delivery)
@@ -110,7 +114,9 @@ class ConsumerRegistry:
             return f"a receiver with a higher owner level ({strongest}) already exists"
         if consumer.epoch is not None:
             for other in [c for c in current if c.epoch is None or c.epoch < consumer.epoch]:
-                other.detach(LINK_STOLEN, f"a receiver with a higher owner level ({consumer.epoch}) was created")
+                other.detach(
+                    LINK_STOLEN, f"a receiver with a higher owner level ({consumer.epoch}) was created"
+                )
                 self.remove(key, other)
         current.append(consumer)
         return None
@@ -172,14 +178,14 @@ class Consumer(Endpoint):
 
 def _annotated(event: StoredEvent) -> bytes:
     entries = (
-        annotations.SEQUENCE_NUMBER
-        + annotations.encode_long(event.sequence_number)
-        + annotations.OFFSET
-        + annotations.encode_string(str(event.offset))
-        + annotations.ENQUEUED_TIME
-        + annotations.encode_timestamp(event.enqueued_time_ms)
+        splice.SEQUENCE_NUMBER
+        + splice.encode_long(event.sequence_number)
+        + splice.OFFSET
+        + splice.encode_string(str(event.offset))
+        + splice.ENQUEUED_TIME
+        + splice.encode_timestamp(event.enqueued_time_ms)
     )
-    return annotations.add_message_annotations(event.payload, entries, 6)
+    return splice.add_message_annotations(event.payload, entries, 6)
 
 
 def _runtime_metrics(log: PartitionLog) -> bytes:
@@ -192,16 +198,16 @@ def _runtime_metrics(log: PartitionLog) -> bytes:
     if last is None:
         return b""
     entries = (
-        annotations.LAST_SEQUENCE_NUMBER
-        + annotations.encode_long(last.sequence_number)
-        + annotations.LAST_OFFSET
-        + annotations.encode_string(str(last.offset))
-        + annotations.LAST_TIME
-        + annotations.encode_timestamp(last.enqueued_time_ms)
-        + annotations.RETRIEVAL_TIME
-        + annotations.encode_timestamp(int(time.time() * 1000))
+        splice.LAST_SEQUENCE_NUMBER
+        + splice.encode_long(last.sequence_number)
+        + splice.LAST_OFFSET
+        + splice.encode_string(str(last.offset))
+        + splice.LAST_TIME
+        + splice.encode_timestamp(last.enqueued_time_ms)
+        + splice.RETRIEVAL_TIME
+        + splice.encode_timestamp(int(time.time() * 1000))
     )
-    return annotations.delivery_annotations_section(entries, 8)
+    return splice.delivery_annotations_section(entries, 8)
 
 
 class Management(Endpoint):

@@ -13,29 +13,30 @@ from typing import Any
 
 from proton import Transport, Url
 from proton._io import IO
-from proton.handlers import IOHandler
 from proton._reactor import Acceptor, Container
+from proton.handlers import IOHandler
 
 logger = logging.getLogger(__name__)
 
 
-class SaslAcceptor(Acceptor):  # type: ignore[misc]
+class SaslAcceptor(Acceptor):
     def __init__(self, container: Container, host: str, port: int, handler: Any) -> None:
         super().__init__(container, host, port, handler)
-        self.port: int = self._selectable._delegate.getsockname()[1]
+        sock: Any = self._selectable._delegate
+        self.port: int = sock.getsockname()[1]
 
     def on_selectable_readable(self, event: Any) -> None:
-        sock, name = IO.accept(self._selectable)
+        sock, name = IO.accept(self._selectable)  # type: ignore[arg-type]  # delegates to the socket
         logger.debug("accepted AMQP connection from %s", name)
         container = self._reactor
-        connection = container.connection(self._handler or container.handler)
+        connection: Any = container.connection(self._handler or container.handler)
         connection._acceptor = self
-        connection.url = Url(host=name[0], port=name[1])
+        connection.url = Url(host=name[0], port=name[1])  # type: ignore[no-untyped-call]
         transport = Transport(Transport.SERVER)
         sasl = transport.sasl()
         sasl.allowed_mechs("ANONYMOUS")
         transport.bind(connection)
-        selectable = container.selectable(delegate=sock)
+        selectable: Any = container.selectable(delegate=sock)
         selectable._transport = transport
         transport._selectable = selectable
         IOHandler.update(transport, selectable, container.now)

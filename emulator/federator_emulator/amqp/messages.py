@@ -28,7 +28,9 @@ SCHEDULED_ENQUEUE_TIME = symbol("x-opt-scheduled-enqueue-time")
 
 
 def _section_map(payload: bytes) -> dict[int, Any]:
-    return {code: codec.decode_section(raw) for code, raw in codec.iter_sections(payload) if code < codec.DATA}
+    return {
+        code: codec.decode_section(raw) for code, raw in codec.iter_sections(payload) if code < codec.DATA
+    }
 
 
 def _to_datetime(ms: int) -> datetime:

@@ -39,7 +39,7 @@ class OperationError(Exception):
 
 
 def _array(type_code: int, values: list[Any]) -> Array:
-    return Array(UNDESCRIBED, type_code, *values)
+    return Array(UNDESCRIBED, type_code, *values)  # type: ignore[arg-type]
 
 
 def _tokens(body: dict[str, Any]) -> list[uuid.UUID]:
@@ -68,12 +68,19 @@ class Management(Endpoint):
     def on_message(self, delivery: Delivery, payload: bytes) -> None:
         accept(delivery)
         request: Message = decode_request(payload)
-        operation = str((request.properties or {}).get("operation", ""))
+        properties: dict[Any, Any] = request.properties or {}
+        operation = str(properties.get("operation", ""))
         body = {str(k): v for k, v in (codec.own(request.body) or {}).items()}
         handler = self._operations.get(operation)
         if handler is None:
-            reply(self.ctx, self.link, request, 501, f"operation {operation!r} is not supported by the emulator",
-                  error="com.microsoft:not-implemented")
+            reply(
+                self.ctx,
+                self.link,
+                request,
+                501,
+                f"operation {operation!r} is not supported by the emulator",
+                error="com.microsoft:not-implemented",
+            )
             return
         try:
             (status, description), result = handler(body)
@@ -95,7 +102,9 @@ class Management(Endpoint):
         return _OK, {"expirations": _array(Data.TIMESTAMP, expirations)}
 
     def _peek(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
-        found = self._receivable().peek(int(body.get("from-sequence-number", 1)), int(body.get("message-count", 1)))
+        found = self._receivable().peek(
+            int(body.get("from-sequence-number", 1)), int(body.get("message-count", 1))
+        )
         if not found:
             return _NO_CONTENT, None
         return _OK, {"messages": [{"message": delivery_payload(m)} for m in found]}
@@ -124,7 +133,9 @@ class Management(Endpoint):
             elif status == "defered":  # sic: the SDK's spelling
                 entity.defer(token)
             elif status == "suspended":
-                entity.dead_letter_locked(token, body.get("deadletter-reason"), body.get("deadletter-description"))
+                entity.dead_letter_locked(
+                    token, body.get("deadletter-reason"), body.get("deadletter-description")
+                )
         return _OK, None
 
     def _schedule(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:

@@ -19,7 +19,8 @@ from federator_emulator.amqp.endpoints import (
 )
 from federator_emulator.amqp.messages import AmqpInbound, delivery_payload
 from federator_emulator.state.eventhubs import UnknownEntity
-from federator_emulator.state.servicebus import LockLost, Queue, ReceivableEntity, Topic
+from federator_emulator.state.servicebus import LockLost, Queue, ReceivableEntity
+from federator_emulator.state.topics import Topic
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Receiver(Endpoint):
             payload = delivery_payload(message)
             if self.peek_lock:
                 assert message.lock_token is not None
-                delivery = link.delivery(message.lock_token.bytes_le)
+                delivery = link.delivery(message.lock_token.bytes_le)  # type: ignore[arg-type]
                 delivery.fed_token = message.lock_token
                 link.send(payload)
                 link.advance()

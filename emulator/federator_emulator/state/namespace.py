@@ -23,7 +23,8 @@ from federator_emulator.config import (
 )
 from federator_emulator.state.eventhubs import EventHub, PartitionLog, UnknownEntity
 from federator_emulator.state.journal import Journal, NullJournal, Record
-from federator_emulator.state.servicebus import Queue, Subscription, Topic
+from federator_emulator.state.servicebus import Queue
+from federator_emulator.state.topics import Subscription, Topic
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,9 @@ class EntityExists(ValueError):
 
 
 class NamespaceState:
-    def __init__(self, config: NamespaceConfig, journal: Journal | None = None, clock: Clock = time.time) -> None:
+    def __init__(
+        self, config: NamespaceConfig, journal: Journal | None = None, clock: Clock = time.time
+    ) -> None:
         self.config = config
         self.journal: Journal = journal or NullJournal()
         self.clock = clock

@@ -25,7 +25,8 @@ class Kind:
     status: type[FedModel]
     description: str
     printer_columns: tuple[dict[str, Any], ...]
-    # Rules on the whole object (metadata included), e.g. bounds on the name for generated children.
+    # Rules on the whole object, e.g. bounds on the name for generated children. No fieldPath: the root
+    # `metadata` schema declares no properties for a path to point into.
     root_rules: dict[str, Any] = field(default_factory=dict)
 
     @property

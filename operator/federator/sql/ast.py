@@ -113,16 +113,15 @@ class Not:
     operand: Node
 
 
+# AND and OR chains are flat, so evaluating a long chain loops instead of recursing.
 @dataclass(frozen=True, slots=True)
 class And:
-    left: Node
-    right: Node
+    operands: tuple[Node, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Or:
-    left: Node
-    right: Node
+    operands: tuple[Node, ...]
 
 
 # --- Action statements ------------------------------------------------------------------------

@@ -166,23 +166,25 @@ def _not(node: ast.Not, message: SqlMessage) -> bool | None:
 
 
 def _and(node: ast.And, message: SqlMessage) -> bool | None:
-    left = truth(node.left, message)
-    if left is False:
-        return False
-    right = truth(node.right, message)
-    if right is False:
-        return False
-    return None if left is None or right is None else True
+    result: bool | None = True
+    for operand in node.operands:
+        outcome = truth(operand, message)
+        if outcome is False:
+            return False  # false AND anything, even unknown, is false
+        if outcome is None:
+            result = None
+    return result
 
 
 def _or(node: ast.Or, message: SqlMessage) -> bool | None:
-    left = truth(node.left, message)
-    if left is True:
-        return True
-    right = truth(node.right, message)
-    if right is True:
-        return True
-    return None if left is None or right is None else False
+    result: bool | None = False
+    for operand in node.operands:
+        outcome = truth(operand, message)
+        if outcome is True:
+            return True  # true OR anything, even unknown, is true
+        if outcome is None:
+            result = None
+    return result
 
 
 _TRUTH: dict[type, Callable[[Any, SqlMessage], bool | None]] = {

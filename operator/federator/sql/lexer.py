@@ -111,7 +111,10 @@ class _Scanner:
         start = self.pos
         if char in _QUOTES:
             kind, close, unterminated = _QUOTES[char]
-            return self._emit(kind, start, self._quoted(close, unterminated))
+            text = self._quoted(close, unterminated)
+            if kind is TokenKind.DELIMITED and not text:
+                raise self._error("empty identifier", start)
+            return self._emit(kind, start, text)
         if char.isdecimal() or (char == "." and self._dot_starts_number()):
             return self._number()
         if _is_identifier_start(char):

@@ -32,6 +32,8 @@ from federator.sql.values import (
 )
 
 _T = TypeVar("_T")
+# "Max allowed length of sql expression is 1024 chars" (SqlRuleFilter, SqlRuleAction).
+MAX_SERVICE_BUS_LENGTH = 1024
 _FUNCTION_ARITY = {"newid": 0, "property": 1, "p": 1}
 _NAME_TOKENS = (TokenKind.IDENTIFIER, TokenKind.DELIMITED, TokenKind.KEYWORD)
 
@@ -106,7 +108,12 @@ class _Parser:
         """``parse()`` must consume the whole, non-empty text."""
         if self.at(TokenKind.END):
             self.fail("empty expression", 0)
-        result = parse()
+        if self.dialect is Dialect.SERVICE_BUS and len(self.text) > MAX_SERVICE_BUS_LENGTH:
+            self.fail(f"expression longer than {MAX_SERVICE_BUS_LENGTH} characters", MAX_SERVICE_BUS_LENGTH)
+        try:
+            result = parse()
+        except RecursionError:
+            self.fail("expression nested too deeply", 0)
         if not self.at(TokenKind.END):
             self.fail(f"unexpected {describe(self.peek())}", self.peek().position)
         return result
@@ -143,12 +150,14 @@ class _Parser:
         self, keyword: str, node_type: type[ast.And] | type[ast.Or], operand: Callable[[], ast.Node]
     ) -> ast.Node:
         start = self.peek().position
-        left: ast.Node = operand()
+        first = operand()
+        if not self.at(TokenKind.KEYWORD, keyword):
+            return first
+        operands = [self.require_predicate(first, start)]
         while self.accept(TokenKind.KEYWORD, keyword):
-            self.require_predicate(left, start)
-            right_start = self.peek().position
-            left = node_type(left, self.require_predicate(operand(), right_start))
-        return left
+            start = self.peek().position
+            operands.append(self.require_predicate(operand(), start))
+        return node_type(tuple(operands))
 
     def negation(self) -> ast.Node:
         if self.accept(TokenKind.KEYWORD, "NOT"):

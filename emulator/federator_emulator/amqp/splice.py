@@ -55,7 +55,7 @@ def _map_entries(raw_map: bytes) -> tuple[bytes, int]:
     if raw_map[0] == 0xC1:
         return raw_map[3:], raw_map[2]
     if raw_map[0] == 0xD1:
-        size, count = struct.unpack_from(">II", raw_map, 1)
+        _size, count = struct.unpack_from(">II", raw_map, 1)
         return raw_map[9:], count
     raise codec.CodecError("message annotations are not a map")
 

@@ -1,0 +1,114 @@
+"""Helpers that drive the real SDK clients against the emulator."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient
+from azure.eventhub.aio import EventHubConsumerClient as AsyncEventHubConsumerClient
+
+RECEIVE_TIMEOUT = 15.0
+
+
+def receive_events(
+    connection_string: str,
+    count: int,
+    *,
+    eventhub_name: str = "hub1",
+    consumer_group: str = "$Default",
+    partition_id: str = "0",
+    on_ready: Callable[[], None] | None = None,
+    **receive_kwargs: Any,
+) -> list[EventData]:
+    """Receive until ``count`` events arrived (sync client); ``on_ready`` runs once the link is up."""
+    client = EventHubConsumerClient.from_connection_string(
+        connection_string, consumer_group=consumer_group, eventhub_name=eventhub_name
+    )
+    events: list[EventData] = []
+    done = threading.Event()
+    ready = threading.Event()
+
+    def on_event(context: Any, event: EventData | None) -> None:
+        if event is not None:
+            events.append(event)
+        if len(events) >= count:
+            done.set()
+
+    def on_partition_initialize(context: Any) -> None:
+        ready.set()
+
+    thread = threading.Thread(
+        target=client.receive,
+        kwargs={
+            "on_event": on_event,
+            "partition_id": partition_id,
+            "max_wait_time": 0.5,
+            "on_partition_initialize": on_partition_initialize,
+            **receive_kwargs,
+        },
+    )
+    thread.start()
+    try:
+        if on_ready is not None:
+            assert ready.wait(RECEIVE_TIMEOUT), "consumer did not start"
+            on_ready()
+        done.wait(RECEIVE_TIMEOUT)
+    finally:
+        client.close()
+        thread.join(RECEIVE_TIMEOUT)
+    assert len(events) >= count, f"received {len(events)} of {count} events"
+    return events
+
+
+async def receive_events_async(
+    connection_string: str,
+    count: int,
+    *,
+    eventhub_name: str = "hub1",
+    consumer_group: str = "$Default",
+    partition_id: str = "0",
+    **receive_kwargs: Any,
+) -> list[EventData]:
+    client = AsyncEventHubConsumerClient.from_connection_string(
+        connection_string, consumer_group=consumer_group, eventhub_name=eventhub_name
+    )
+    events: list[EventData] = []
+    done = asyncio.Event()
+
+    async def on_event(context: Any, event: EventData | None) -> None:
+        if event is not None:
+            events.append(event)
+        if len(events) >= count:
+            done.set()
+
+    async with client:
+        task = asyncio.create_task(
+            client.receive(on_event, partition_id=partition_id, max_wait_time=0.5, **receive_kwargs)
+        )
+        try:
+            await asyncio.wait_for(done.wait(), RECEIVE_TIMEOUT)
+        finally:
+            await client.close()
+            await asyncio.wait_for(task, RECEIVE_TIMEOUT)
+    return events
+
+
+@pytest.fixture
+def cs(emulator: Any) -> str:
+    """Connection string of the default test namespace."""
+    return str(emulator.connection_string())
+
+
+@pytest.fixture
+def eh_receive() -> Callable[..., list[EventData]]:
+    """``eh_receive(connection_string, count, partition_id=..., starting_position=..., ...)``."""
+    return receive_events
+
+
+@pytest.fixture
+def eh_receive_async() -> Callable[..., Any]:
+    return receive_events_async
