@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from federator import __version__
 
@@ -79,9 +81,51 @@ def validate(
 
 
 @app.command()
-def render(filename: Files) -> None:
+def render(
+    filename: Files,
+    launcher: Annotated[
+        str | None, typer.Option(help="Override the operator's default launcher: kubeflow or apache.")
+    ] = None,
+) -> None:
     """Print what the operator would create for the manifests (the GitOps preview)."""
-    _not_built("render", "issue #5")
+    import yaml
+
+    from federator.planning.preview import preview_document
+    from federator.settings import OperatorSettings
+    from federator.validation.documents import ManifestError, load_documents
+
+    env = dict(os.environ)
+    if launcher is not None:
+        env["FEDERATOR_LAUNCHER"] = launcher
+    try:
+        settings = OperatorSettings.from_env(env)
+    except ValueError as problem:
+        err.print(f"[red]{escape(str(problem))}[/]")
+        raise typer.Exit(code=2) from None
+    failed = 0
+    for path in filename:
+        try:
+            documents = list(load_documents(path))
+        except ManifestError as problem:
+            err.print(f"[red]{escape(str(problem))}[/]")
+            failed += 1
+            continue
+        for doc in documents:
+            preview = preview_document(doc, settings)
+            if preview is None:
+                continue
+            if not preview.ok:
+                failed += 1
+                err.print(
+                    f"[red]{escape(preview.label)}: {preview.reason}[/]: {escape(preview.message or '')}"
+                )
+                continue
+            sys.stdout.write(f"# {preview.label}\n")
+            sys.stdout.write(
+                "---\n".join(yaml.safe_dump(o, sort_keys=False) for o in preview.objects) + "---\n"
+            )
+    if failed:
+        raise typer.Exit(code=1)
 
 
 @app.command()

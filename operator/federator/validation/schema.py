@@ -39,18 +39,41 @@ def crd_schema(kind: Kind) -> dict[str, Any]:
 
 @cache
 def _validator(kind: Kind) -> Draft202012Validator:
-    return Draft202012Validator(_as_json_schema(crd_schema(kind)), format_checker=FormatChecker())
+    return Draft202012Validator(crd_root_json_schema(crd_schema(kind)), format_checker=FormatChecker())
 
 
-def _as_json_schema(node: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in node.items() if not k.startswith("x-kubernetes-") and k != "default"}
+def crd_root_json_schema(root: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of a whole custom object: the API server accepts `apiVersion`, `kind` and
+    `metadata` at the root whether or not the CRD's schema declares them."""
+    implicit = {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"}}
+    declared = root.get("properties", {})
+    return openapi_to_json_schema({**root, "properties": {**implicit, **declared}})
+
+
+def openapi_to_json_schema(node: dict[str, Any]) -> dict[str, Any]:
+    """A CRD's OpenAPI v3 schema as JSON Schema with the API server's semantics: unknown fields refused
+    unless preserved, `nullable` and int-or-string spelled out, Kubernetes extensions dropped."""
+    out = {
+        k: v
+        for k, v in node.items()
+        if not k.startswith("x-kubernetes-") and k not in ("default", "nullable")
+    }
+    if node.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if node.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"]
     if "properties" in node:
-        out["properties"] = {name: _as_json_schema(sub) for name, sub in node["properties"].items()}
-        out["additionalProperties"] = False
+        out["properties"] = {name: openapi_to_json_schema(sub) for name, sub in node["properties"].items()}
+        if not node.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
     if isinstance(node.get("additionalProperties"), dict):
-        out["additionalProperties"] = _as_json_schema(node["additionalProperties"])
+        out["additionalProperties"] = openapi_to_json_schema(node["additionalProperties"])
     if "items" in node:
-        out["items"] = _as_json_schema(node["items"])
+        out["items"] = openapi_to_json_schema(node["items"])
+    for combinator in ("allOf", "anyOf", "oneOf"):
+        if combinator in node:
+            out[combinator] = [openapi_to_json_schema(sub) for sub in node[combinator]]
     return out
 
 

@@ -1,0 +1,1 @@
+"""Pure planning: validated specs → the objects the operator owns. No I/O here."""

@@ -1,0 +1,205 @@
+"""A ReplicationTask → the children the operator owns: the task ConfigMap and a Spark application plan
+that a launcher turns into its own resource."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from federator.api.base import API_VERSION, FedModel
+from federator.api.replicationtask import Endpoint, ReplicationTaskSpec, SparkResources
+from federator.planning.errors import PlanningError
+from federator.planning.secrets import SecretBinding, secret_bindings
+from federator.settings import Launcher, OperatorSettings
+
+# Where the Spark image keeps the replication app, and where the pods find the task and checkpoints.
+MAIN_APPLICATION_FILE = "local:///opt/federator/replicate.py"
+TASK_CONFIG_DIR = "/etc/federator/task"
+TASK_CONFIG_KEY = "task.json"
+CHECKPOINT_MOUNT = "/var/lib/federator/checkpoint"
+
+MANAGED_BY = "federator"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The owning object, for ownerReferences (the API server garbage-collects children with it)."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+@dataclass(frozen=True)
+class PvcMount:
+    claim_name: str
+    sub_path: str
+
+
+@dataclass(frozen=True)
+class SparkAppPlan:
+    """Everything a launcher needs, independent of which Spark operator runs it."""
+
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    owner: Owner | None
+    image: str
+    spark_version: str
+    service_account: str
+    main_file: str
+    arguments: list[str]
+    driver: SparkResources
+    executor_instances: int
+    executor: SparkResources
+    spark_conf: dict[str, str]
+    config_map: str
+    secrets: list[SecretBinding] = field(default_factory=list)
+    checkpoint_pvc: PvcMount | None = None
+    metrics_port: int = 9464
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    launcher: Launcher
+    config_map: dict[str, Any]
+    spark_app: SparkAppPlan
+
+
+def plan_replication_task(
+    *,
+    name: str,
+    namespace: str,
+    spec: ReplicationTaskSpec,
+    settings: OperatorSettings,
+    uid: str | None = None,
+    generation: int | None = None,
+) -> TaskPlan:
+    """The desired children of one task. Raises PlanningError for specs that cannot run in a cluster."""
+    _refuse_local_only(spec)
+    owner = Owner(API_VERSION, "ReplicationTask", name, uid) if uid else None
+    labels = {
+        "app.kubernetes.io/name": "federator-replication",
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        "federator.io/replication-task": name,
+    }
+    checkpoint_location, pvc = _checkpoint(name, namespace, spec, settings)
+    secrets = secret_bindings(spec)
+    config_name = f"{name}-task"
+    task_config = {
+        "apiVersion": API_VERSION,
+        "kind": "ReplicationTask",
+        "metadata": {"name": name, "namespace": namespace, "generation": generation},
+        "spec": spec.model_dump(by_alias=True, mode="json", exclude_none=True),
+        "checkpointLocation": checkpoint_location,
+        # The app resolves each `secretRef` through these environment variables.
+        "secretEnv": {b.ref: b.env_var for b in secrets},
+        "metricsPort": settings.app_metrics_port,
+    }
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(config_name, namespace, labels, owner),
+        "data": {TASK_CONFIG_KEY: json.dumps(task_config, indent=2, sort_keys=True)},
+    }
+    runtime = spec.runtime
+    spark_conf = {
+        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        "spark.sql.session.timeZone": "UTC",
+        **(runtime.spark_conf or {}),
+    }
+    app = SparkAppPlan(
+        name=name,
+        namespace=namespace,
+        labels=labels,
+        annotations={
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": str(settings.app_metrics_port),
+            "prometheus.io/path": "/metrics",
+        },
+        owner=owner,
+        image=runtime.image or settings.spark_image,
+        spark_version=settings.spark_version,
+        service_account=settings.spark_service_account,
+        main_file=MAIN_APPLICATION_FILE,
+        arguments=["--task-config", f"{TASK_CONFIG_DIR}/{TASK_CONFIG_KEY}"],
+        driver=runtime.driver,
+        executor_instances=runtime.executor.instances,
+        executor=SparkResources(cores=runtime.executor.cores, memory=runtime.executor.memory),
+        spark_conf=spark_conf,
+        config_map=config_name,
+        secrets=secrets,
+        checkpoint_pvc=pvc,
+        metrics_port=settings.app_metrics_port,
+    )
+    return TaskPlan(launcher=runtime.launcher or settings.launcher, config_map=config_map, spark_app=app)
+
+
+def _meta(name: str, namespace: str, labels: dict[str, str], owner: Owner | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": dict(labels)}
+    if owner is not None:
+        meta["ownerReferences"] = [owner.reference()]
+    return meta
+
+
+def child_meta(plan: SparkAppPlan) -> dict[str, Any]:
+    """Metadata of the Spark application resource (shared by the launchers)."""
+    return _meta(plan.name, plan.namespace, plan.labels, plan.owner)
+
+
+def _checkpoint(
+    name: str, namespace: str, spec: ReplicationTaskSpec, settings: OperatorSettings
+) -> tuple[str, PvcMount | None]:
+    checkpoint = spec.runtime.checkpoint
+    if checkpoint is not None and checkpoint.uri is not None:
+        return checkpoint.uri, None
+    if checkpoint is not None and checkpoint.persistent_volume_claim is not None:
+        claim = checkpoint.persistent_volume_claim
+        return f"file://{CHECKPOINT_MOUNT}", PvcMount(
+            claim.claim_name, claim.sub_path or f"{namespace}/{name}"
+        )
+    return f"file://{CHECKPOINT_MOUNT}", PvcMount(settings.checkpoint_claim, f"{namespace}/{name}")
+
+
+def _refuse_local_only(spec: ReplicationTaskSpec) -> None:
+    for path, model in _connections(spec):
+        if getattr(model, "emulator", None) is not None:
+            raise PlanningError(
+                "EmulatorOnlyInLocalMode",
+                f"{path} points at the built-in emulator, which exists only in local mode (`federator run`); "
+                "use secretRef or workloadIdentity in a cluster",
+            )
+        if getattr(model, "failover_group_ref", None) is not None:
+            raise PlanningError(
+                "FailoverGroupFollowingNotAvailable",
+                f"{path} follows a FailoverGroup; following a failover is not available in this release yet",
+            )
+
+
+def _connections(spec: ReplicationTaskSpec) -> list[tuple[str, FedModel]]:
+    found: list[tuple[str, FedModel]] = []
+    source = spec.source.event_hub or spec.source.service_bus
+    if source is not None:
+        found.append(("spec.source connection", source.connection))
+    endpoints: list[tuple[str, Endpoint]] = [(f"spec.targets[{i}]", t) for i, t in enumerate(spec.targets)]
+    endpoints += [("spec.unrouted", e) for e in [spec.unrouted] if e is not None]
+    endpoints += [("spec.deadLetter", e) for e in [spec.dead_letter] if e is not None]
+    for path, endpoint in endpoints:
+        hub_or_bus = endpoint.event_hub or endpoint.service_bus
+        if hub_or_bus is not None:
+            found.append((f"{path} connection", hub_or_bus.connection))
+    return found

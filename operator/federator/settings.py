@@ -1,0 +1,54 @@
+"""Operator-wide settings, read once from the environment (`FEDERATOR_<FIELD>`) by one typed parser."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, get_args, get_type_hints
+
+Launcher = Literal["kubeflow", "apache"]
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    launcher: Launcher = "kubeflow"
+    """Default Spark launcher for tasks that do not choose one. kubeflow: the most installed operator, with
+    an Argo CD health check upstream."""
+    spark_image: str = "ghcr.io/federator/federator-spark:0.1.0"
+    """Image of the Spark replication application (Dockerfile target `spark`)."""
+    spark_version: str = "4.3.0"
+    """Spark version inside `spark_image`; both launchers require it."""
+    spark_service_account: str = "federator-spark"
+    """Service account of Spark driver pods (it creates executor pods)."""
+    checkpoint_claim: str = "federator-checkpoints"
+    """PersistentVolumeClaim for checkpoints of tasks that name none; a sub-path per task."""
+    app_metrics_port: int = 9464
+    """Port of the replication app's Prometheus endpoint in the driver pod."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:
+        """Settings from `FEDERATOR_<FIELD>` variables; unknown values fail loudly with the variable name."""
+        env = os.environ if env is None else env
+        hints = get_type_hints(cls)
+        values: dict[str, object] = {}
+        for f in dataclasses.fields(cls):
+            name = f"FEDERATOR_{f.name.upper()}"
+            if name in env:
+                values[f.name] = _parse(name, env[name], hints[f.name])
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _parse(name: str, raw: str, hint: object) -> object:
+    choices = get_args(hint)
+    if choices and all(isinstance(c, str) for c in choices):
+        if raw not in choices:
+            raise ValueError(f"{name}={raw!r}: expected one of {', '.join(choices)}")
+        return raw
+    if hint is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"{name}={raw!r}: expected an integer") from None
+    return raw
