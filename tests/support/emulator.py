@@ -30,6 +30,7 @@ import kmock
 from kmock._internal import dicts, enums, references, rendering
 from typing_extensions import override
 
+from .resources import load_bundled
 from .selectors import UnsupportedSelector, compile_selectors
 
 Resource = references.resource
@@ -46,7 +47,7 @@ _SYSTEM_FIELDS = ("uid", "creationTimestamp", "generation", "resourceVersion", "
 
 def _builtin_resources() -> frozenset[Resource]:
     array = kmock.ResourcesArray()
-    array.load_bundled()
+    load_bundled(array)
     return frozenset(array)
 
 
@@ -340,6 +341,13 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             return  # timeoutSeconds elapsed: the server ends the stream and the client re-watches
         finally:
             await bus.unmark(mark)
+
+    @override
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        """kmock says ``reason: Object Not Found``; clients and kubectl expect the API's ``NotFound``."""
+        if isinstance(exc, kmock.KubernetesNotFoundError):
+            exc = _error(404, "NotFound", exc.message or "not found")
+        return await super()._render_error(exc)
 
     @override
     async def _serve_version(self, request: rendering.Request) -> rendering.Payload:

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import warnings
+
 import kmock
 import yaml
 
@@ -23,6 +25,13 @@ SPARK = {
     "sparkoperator.k8s.io/v1beta2/sparkapplications": "SparkApplication",  # kubeflow spark-operator
     "spark.apache.org/v1/sparkapplications": "SparkApplication",  # apache spark-kubernetes-operator
 }
+
+
+def load_bundled(resources: kmock.ResourcesArray) -> None:
+    """kmock's bundled builtin discovery; it uses importlib.resources.read_binary, deprecated in 3.11."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        resources.load_bundled()
 
 
 def crd_declarations(crd: dict[str, Any]) -> dict[str, kmock.ResourceInfo]:
@@ -54,7 +63,7 @@ def load_crds(paths: Iterable[Path]) -> dict[str, kmock.ResourceInfo]:
 
 def declare_all(resources: kmock.ResourcesArray, crd_dir: Path = CRD_DIR) -> None:
     """Builtins (kmock's bundled discovery, incl. CRDs themselves), Federator's kinds and Spark's."""
-    resources.load_bundled()
+    load_bundled(resources)
     for key, info in load_crds(sorted(crd_dir.glob("*.yaml"))).items():
         resources[key] = info
     for key, kind in SPARK.items():

@@ -63,7 +63,11 @@ def test_changing_the_consumer_group_is_refused_even_from_its_default() -> None:
 )
 def test_changing_the_service_bus_source_entity_is_refused(field: str, message: str) -> None:
     queue = {"connection": {"emulator": {"namespace": "a"}}, "queueName": "orders"}
-    topic = {"connection": {"emulator": {"namespace": "a"}}, "topicName": "audit", "subscriptionName": "to-stream"}
+    topic = {
+        "connection": {"emulator": {"namespace": "a"}},
+        "topicName": "audit",
+        "subscriptionName": "to-stream",
+    }
     old = _task(source={"serviceBus": queue if field == "queueName" else topic})
     new = copy.deepcopy(old)
     new["spec"]["source"]["serviceBus"][field] += "-v2"
