@@ -1,15 +1,3 @@
-"""Shared test fixtures."""
+"""Fixtures shared by the whole suite: the Azure messaging emulator and a faithful fake Kubernetes API."""
 
-from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="session")
-def repo_root() -> Path:
-    return ROOT
-pytest_plugins = ["federator_emulator.testing"]
+pytest_plugins = ["federator_emulator.testing", "support.kube"]

@@ -36,7 +36,7 @@ T = TypeVar("T")
 # How often locks, TTLs, scheduled messages and retention are checked. Lock and TTL
 # precision in tests is therefore about this much.
 TICK_SECONDS = 0.05
-_FORCED_STOP_SECONDS = 2.0
+_GRACEFUL_STOP_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -174,13 +174,15 @@ class Emulator:
                 if connection.transport is not None:
                     connection.transport.close_tail()
         self._injector.close()
-        # Peers that never read our close frame must not keep us alive.
-        self._container.schedule(_FORCED_STOP_SECONDS, _ForceStop(self._container))
 
     # -- other threads -----------------------------------------------------------------------
     def request_stop(self) -> None:
         """Ask the reactor thread to close everything and return from ``run`` (thread-safe)."""
         self._injector.trigger(ApplicationEvent("federator_stop"))
+
+    def force_stop(self) -> None:
+        """Make ``run`` return even if peers never answered our close (sets a flag only)."""
+        self._container.stop()
 
     def call(self, function: Callable[[], T], timeout: float = 10.0) -> T:
         """Run ``function`` on the reactor thread and return its result (thread-safe).
@@ -193,14 +195,6 @@ class Emulator:
 
     def ready_document(self) -> dict[str, Any]:
         return {"namespaces": {name: e.ready_entry() for name, e in self.endpoints.items()}}
-
-
-class _ForceStop(Handler):
-    def __init__(self, container: Container) -> None:
-        self.container = container
-
-    def on_timer_task(self, event: Event) -> None:
-        self.container.stop()
 
 
 class RunningEmulator:
@@ -237,7 +231,11 @@ class RunningEmulator:
         if not self._thread.is_alive():
             return
         self.emulator.request_stop()
-        self._thread.join(timeout)
+        self._thread.join(_GRACEFUL_STOP_SECONDS)
+        if self._thread.is_alive():
+            # Peers that never read our close frame must not keep us alive.
+            self.emulator.force_stop()
+            self._thread.join(timeout)
         if self._thread.is_alive():
             raise RuntimeError("emulator thread did not stop")
 
@@ -273,9 +271,15 @@ def run_forever(config_path: Path, data_dir: Path | None, ready_file: Path | Non
         return 2
     emulator = Emulator(config, data_dir)
 
+    signals_seen: list[int] = []
+
     def stop(signum: int, frame: FrameType | None) -> None:
         logger.info("received signal %d, stopping", signum)
-        emulator.request_stop()
+        signals_seen.append(signum)
+        if len(signals_seen) == 1:
+            emulator.request_stop()
+        else:
+            emulator.force_stop()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:

@@ -9,6 +9,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+
 from support.kube import KubeServer
 
 RT = "/apis/federator.io/v1alpha1/namespaces/default/replicationtasks"
@@ -111,7 +112,8 @@ def test_stale_json_patch_test_is_422(kube: KubeServer) -> None:
 def test_stale_resource_version_in_merge_patch_is_409(kube: KubeServer) -> None:
     stale = create(kube, "a")["metadata"]["resourceVersion"]
     kube.request("PATCH", f"{RT}/a", {"spec": {"x": 1}}, MERGE)
-    status, _ = kube.request("PATCH", f"{RT}/a", {"metadata": {"resourceVersion": stale}, "spec": {"x": 2}}, MERGE)
+    body = {"metadata": {"resourceVersion": stale}, "spec": {"x": 2}}
+    status, _ = kube.request("PATCH", f"{RT}/a", body, MERGE)
     assert status == 409
 
 
@@ -130,16 +132,16 @@ def test_patch_body_must_match_its_content_type(kube: KubeServer, body: Any, cty
 def test_main_endpoint_cannot_change_status(kube: KubeServer) -> None:
     create(kube, "a")
     kube.request("PATCH", f"{RT}/a/status", {"status": {"phase": "Running"}}, MERGE)
-    _, obj = kube.request("PATCH", f"{RT}/a", {"spec": {"paused": True}, "status": {"phase": "Hacked"}}, MERGE)
+    body = {"spec": {"paused": True}, "status": {"phase": "Hacked"}}
+    _, obj = kube.request("PATCH", f"{RT}/a", body, MERGE)
     assert obj["spec"]["paused"] is True
     assert obj["status"] == {"phase": "Running"}
 
 
 def test_status_endpoint_changes_only_status(kube: KubeServer) -> None:
     create(kube, "a")
-    _, obj = kube.request("PATCH", f"{RT}/a/status",
-                          {"spec": {"paused": True}, "metadata": {"labels": {"x": "1"}}, "status": {"phase": "Ok"}},
-                          MERGE)
+    body = {"spec": {"paused": True}, "metadata": {"labels": {"x": "1"}}, "status": {"phase": "Ok"}}
+    _, obj = kube.request("PATCH", f"{RT}/a/status", body, MERGE)
     assert obj["spec"] == {"paused": False}
     assert "labels" not in obj["metadata"]
     assert obj["status"] == {"phase": "Ok"}
@@ -163,8 +165,8 @@ def test_generation_bumps_on_spec_changes_only(kube: KubeServer) -> None:
 
 def test_server_owned_metadata_cannot_be_patched(kube: KubeServer) -> None:
     created = create(kube, "a")
-    _, obj = kube.request("PATCH", f"{RT}/a", {"metadata": {"uid": "mine", "generation": 99}, "spec": {"x": 1}},
-                          MERGE)
+    body = {"metadata": {"uid": "mine", "generation": 99}, "spec": {"x": 1}}
+    _, obj = kube.request("PATCH", f"{RT}/a", body, MERGE)
     assert obj["metadata"]["uid"] == created["metadata"]["uid"]
     assert obj["metadata"]["generation"] == 2
 
@@ -197,7 +199,8 @@ def test_watch_from_resource_version_sees_only_later_events(kube: KubeServer) ->
     create(kube, "b")
     kube.request("PATCH", f"{RT}/a", {"spec": {"paused": True}}, MERGE)
     events = watch(kube, f"resourceVersion={created['metadata']['resourceVersion']}", 2)
-    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "b"), ("MODIFIED", "a")]
+    seen = [(e["type"], e["object"]["metadata"]["name"]) for e in events]
+    assert seen == [("ADDED", "b"), ("MODIFIED", "a")]
 
 
 def test_watch_without_resource_version_starts_with_current_state(kube: KubeServer) -> None:
@@ -221,7 +224,8 @@ def test_watch_does_not_lose_writes_made_while_it_starts(kube: KubeServer) -> No
 
 def test_watch_list_ends_initial_events_with_a_bookmark(kube: KubeServer) -> None:
     create(kube, "a")
-    events = watch(kube, "sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan", 2)
+    query = "sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"
+    events = watch(kube, query, 2)
     assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
     assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
 

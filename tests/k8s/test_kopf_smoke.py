@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import kopf
+
 from support.kube import KubeServer
 
 RT = "/apis/federator.io/v1alpha1/namespaces/default/replicationtasks"

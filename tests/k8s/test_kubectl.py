@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from support.kube import KubeServer, Runner
 from support.resources import ROOT
 
@@ -82,7 +83,8 @@ def test_patch_status_subresource_and_read_it_back(kubectl: Runner, kube: KubeSe
 def test_kubectl_wait_sees_a_condition_set_later(kubectl: Runner, kube: KubeServer) -> None:
     kubectl("apply", "-f", "examples/eh-replication.yaml")
     path = "/apis/federator.io/v1alpha1/namespaces/default/replicationtasks/orders-replication/status"
-    condition = {"type": "Ready", "status": "True", "reason": "Running", "message": "", "lastTransitionTime": "x"}
+    condition = {"type": "Ready", "status": "True", "reason": "Running", "message": "",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
     kube.request("PATCH", path, {"status": {"conditions": [condition]}}, "application/merge-patch+json")
     done = kubectl("wait", "rt/orders-replication", "--for=condition=Ready", "--timeout=10s")
     assert "condition met" in done.stdout

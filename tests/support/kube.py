@@ -33,7 +33,7 @@ import kmock
 import pytest
 import yaml
 
-from .emulator import FaithfulKubernetesEmulator
+from .kubeapi import FaithfulKubernetesEmulator
 from .resources import ROOT, declare_all
 
 __all__ = ["FaithfulKubernetesEmulator", "K8sTools", "KubeServer", "helm", "k8s_tools", "kube", "kubeconfig",
@@ -115,7 +115,8 @@ class KubeServer:
 
     def server_errors(self) -> list[Exception]:
         """Server-side failures other than the ordinary Kubernetes answers (404, 409, 422...)."""
-        return self.call(lambda: [e for e in self.emulator.errors if not isinstance(e, kmock.KubernetesError)])
+        errors = self.call(lambda: list(self.emulator.errors))
+        return [e for e in errors if not isinstance(e, kmock.KubernetesError)]
 
 
 @pytest.fixture(scope="session")
@@ -145,7 +146,8 @@ def kubeconfig(kube: KubeServer, tmp_path: Path) -> Path:
         "apiVersion": "v1", "kind": "Config", "current-context": "kmock", "preferences": {},
         "clusters": [{"name": "kmock", "cluster": {"server": kube.url}}],
         "users": [{"name": "kmock", "user": {"token": "kmock"}}],
-        "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "kmock", "namespace": "default"}}],
+        "contexts": [{"name": "kmock",
+                      "context": {"cluster": "kmock", "user": "kmock", "namespace": "default"}}],
     }), encoding="utf-8")
     return path
 
@@ -164,7 +166,8 @@ def _runner(binary: Path, env: dict[str, str], cwd: Path, fix: Callable[[list[st
 
 def _no_validation(args: list[str]) -> list[str]:
     # kmock serves no /openapi/v2 or /v3, so client-side validation ("failed to download openapi") fails.
-    if args and args[0] in {"apply", "create", "replace"} and not any(a.startswith("--validate") for a in args):
+    validated = args and args[0] in {"apply", "create", "replace"}
+    if validated and not any(a.startswith("--validate") for a in args):
         return [*args, "--validate=false"]
     return args
 

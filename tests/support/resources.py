@@ -6,11 +6,10 @@ subresources; an undeclared resource is advertised with no verbs and kopf silent
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-import warnings
 
 import kmock
 import yaml

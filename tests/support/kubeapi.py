@@ -48,7 +48,7 @@ _SYSTEM_FIELDS = ("uid", "creationTimestamp", "generation", "resourceVersion", "
 def _builtin_resources() -> frozenset[Resource]:
     array = kmock.ResourcesArray()
     load_bundled(array)
-    return frozenset(array)
+    return frozenset(array)  # type: ignore[arg-type]  # it iterates resources; typed as keys
 
 
 _BUILTIN = _builtin_resources()
@@ -104,6 +104,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         return resource in self._resources and self._resources[resource].namespaced is False
 
     def _stored(self, request: rendering.Request) -> kmock.Object:
+        assert request.resource is not None and request.name is not None
         key = (request.resource, request.namespace, request.name)
         if key not in self._objects or self._objects[key].deleted:
             raise kmock.KubernetesObjectNotFoundError()
@@ -134,7 +135,8 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         alphabet = string.ascii_lowercase + string.digits
         while True:
             name = meta["generateName"] + "".join(secrets.choice(alphabet) for _ in range(5))
-            if (resource, namespace, name) not in self._objects or self._objects[resource, namespace, name].deleted:
+            key = (resource, namespace, name)
+            if key not in self._objects or self._objects[key].deleted:
                 meta["name"] = name
                 return
 
@@ -145,7 +147,8 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         if not isinstance(obj, dict):
             raise _error(400, "BadRequest", "the object must be a JSON object")
         meta: Obj = obj.setdefault("metadata", {})
-        namespace = None if self._cluster_scoped(request.resource) else request.namespace or meta.get("namespace")
+        cluster_scoped = self._cluster_scoped(request.resource)
+        namespace = None if cluster_scoped else request.namespace or meta.get("namespace")
         self._assign_name(request.resource, namespace, meta)
         if not meta.get("name"):
             raise _error(422, "Invalid", "metadata.name or metadata.generateName is required")
@@ -159,7 +162,8 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             meta["namespace"] = namespace
         if self._has_status(request.resource):
             obj.pop("status", None)
-        meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1, resourceVersion=self._next_rv())
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1,
+                    resourceVersion=self._next_rv())
         if key in self._objects:
             self._objects[key].create(obj)
         else:
@@ -171,7 +175,8 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         assert request.resource is not None
         ctype, body = _content_type(request), request.data
         if ctype == _STRATEGIC and request.resource not in _BUILTIN:
-            raise _error(415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources")
+            raise _error(415, "UnsupportedMediaType",
+                         "strategic merge patch is not supported for custom resources")
         if ctype == _JSON_PATCH and isinstance(body, list):
             return body
         if (ctype in _DICT_PATCHES or ctype == _STRATEGIC) and isinstance(body, dict):
@@ -181,7 +186,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         raise _error(400, "BadRequest", f"a {ctype} body cannot be a {type(body).__name__}")
 
     def _apply_patch(self, old: Obj, patch: Any) -> Obj:
-        """Apply a patch; a failed JSON-patch ``test`` or a stale ``resourceVersion`` is a conflict, not a 500."""
+        """Apply a patch: a failed JSON-patch ``test`` is 422, a stale ``resourceVersion`` 409, never 500."""
         if isinstance(patch, dict):
             wanted = patch.get("metadata", {}).get("resourceVersion")
             if wanted is not None and wanted != old["metadata"]["resourceVersion"]:
@@ -195,7 +200,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             raise _error(422, "Invalid", f"the patch cannot be applied: {e}") from e
 
     def _isolate_status(self, request: rendering.Request, old: Obj, new: Obj) -> Obj:
-        """With a status subresource, the main endpoint keeps the old .status; /status changes only .status."""
+        """With a status subresource: the main endpoint keeps the old .status; /status changes only it."""
         assert request.resource is not None
         if not self._has_status(request.resource):
             return new
@@ -218,7 +223,10 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             if field in old["metadata"]:
                 new["metadata"][field] = old["metadata"][field]
         ignored = {"metadata", "status"} if self._has_status(request.resource) else {"metadata"}
-        if {k: v for k, v in old.items() if k not in ignored} != {k: v for k, v in new.items() if k not in ignored}:
+        def content(obj: Obj) -> Obj:
+            return {k: v for k, v in obj.items() if k not in ignored}
+
+        if content(old) != content(new):
             new["metadata"]["generation"] = old["metadata"].get("generation", 0) + 1
         new["metadata"]["resourceVersion"] = self._next_rv()
 
@@ -277,7 +285,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
     def _list_kind(self, resource: Resource) -> tuple[str, str]:
         info = self._resources[resource] if resource in self._resources else kmock.ResourceInfo()
         api_version = resource.version if resource.group == "" else f"{resource.group}/{resource.version}"
-        return api_version, f"{info.kind or resource.plural.capitalize()}List"
+        return str(api_version), f"{info.kind or str(resource.plural).capitalize()}List"
 
     @override
     async def _serve_list(self, request: rendering.Request) -> rendering.Payload:
@@ -315,7 +323,8 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             return None
         api_version, kind = self._list_kind(request.resource)  # type: ignore[arg-type]
         meta = {"resourceVersion": str(self._rv), "annotations": {"k8s.io/initial-events-end": "true"}}
-        return {"type": "BOOKMARK", "object": {"apiVersion": api_version, "kind": kind[:-4], "metadata": meta}}
+        obj = {"apiVersion": api_version, "kind": kind.removesuffix("List"), "metadata": meta}
+        return {"type": "BOOKMARK", "object": obj}
 
     @override
     async def _serve_watch(self, request: rendering.Request) -> AsyncIterator[rendering.Payload]:
