@@ -162,6 +162,30 @@ class EmulatorNamespace(FedModel):
     """Name of the emulator namespace."""
 
 
+# A queue, or a topic with one of its subscriptions.
+QUEUE_OR_SUBSCRIPTION_RULES = (
+    ("has(self.queueName) != has(self.topicName)", "set either queueName or topicName"),
+    (
+        "has(self.topicName) == has(self.subscriptionName)",
+        "subscriptionName is required with topicName, and only with it",
+    ),
+)
+
+
+class QueueOrSubscription(FedModel):
+    """A Service Bus queue, or a subscription of a topic: set `queueName`, or `topicName` with
+    `subscriptionName`."""
+
+    model_config = ConfigDict(json_schema_extra=cel(*QUEUE_OR_SUBSCRIPTION_RULES))
+
+    queue_name: EntityName | None = None
+    """A queue."""
+    topic_name: EntityName | None = None
+    """A topic (with `subscriptionName`)."""
+    subscription_name: SubscriptionName | None = None
+    """A subscription of `topicName`."""
+
+
 class NamespaceConnection(FedModel):
     """How Federator reaches one Event Hubs or Service Bus namespace. Set exactly one of `secretRef`,
     `workloadIdentity` or `emulator`; connection strings never appear inline."""

@@ -10,11 +10,10 @@ from pydantic import ConfigDict, Field, StringConstraints
 from federator.api.base import (
     Condition,
     DnsLabel,
-    EntityName,
     FedModel,
     NamespaceConnection,
+    QueueOrSubscription,
     ResourceName,
-    SubscriptionName,
     cel,
     list_map,
 )
@@ -51,31 +50,10 @@ class Probe(FedModel):
     """Consecutive failures of the active member that trigger an automatic failover. Default: 3."""
 
 
-class DrainEntity(FedModel):
-    """A queue or subscription that must be empty on the secondary before consumers fail back."""
-
-    model_config = ConfigDict(
-        json_schema_extra=cel(
-            ("has(self.queueName) != has(self.topicName)", "set either queueName or topicName"),
-            (
-                "has(self.topicName) == has(self.subscriptionName)",
-                "subscriptionName is required with topicName, and only with it",
-            ),
-        )
-    )
-
-    queue_name: EntityName | None = None
-    """A queue."""
-    topic_name: EntityName | None = None
-    """A topic."""
-    subscription_name: SubscriptionName | None = None
-    """The subscription of `topicName`."""
-
-
 class Failback(FedModel):
     """How the group returns to the primary: producers first, consumers once the secondary is drained."""
 
-    drain_entities: Annotated[list[DrainEntity], Field(max_length=64)] = []
+    drain_entities: Annotated[list[QueueOrSubscription], Field(max_length=64)] = []
     """Entities whose active message count on the secondary must reach 0 before consumers switch back."""
     drain_timeout_seconds: Annotated[int, Field(ge=0, le=86400)] = 600
     """Consumers switch back after this time even if not drained (an Event says so). Default: 600."""

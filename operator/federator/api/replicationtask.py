@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
 from federator.api.base import (
+    QUEUE_OR_SUBSCRIPTION_RULES,
     Condition,
     DnsLabel,
     EndpointConnection,
@@ -76,15 +77,7 @@ class ServiceBusSource(FedModel):
     """A Service Bus queue, topic subscription, or one of their dead-letter sub-queues. Messages are
     completed at the source only after every target accepted them."""
 
-    model_config = ConfigDict(
-        json_schema_extra=cel(
-            ("has(self.queueName) != has(self.topicName)", "set either queueName or topicName"),
-            (
-                "has(self.topicName) == has(self.subscriptionName)",
-                "subscriptionName is required with topicName, and only with it",
-            ),
-        )
-    )
+    model_config = ConfigDict(json_schema_extra=cel(*QUEUE_OR_SUBSCRIPTION_RULES))
 
     connection: EndpointConnection
     """The namespace holding the entity."""

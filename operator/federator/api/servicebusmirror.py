@@ -15,7 +15,7 @@ from federator.api.base import (
     LocalObjectReference,
     NamespaceConnection,
     PropertyName,
-    SubscriptionName,
+    QueueOrSubscription,
     WorkloadIdentity,
     cel,
     exactly_one,
@@ -108,32 +108,12 @@ class ActivePassive(FedModel):
     window, e.g. twice the time to switch consumers. Between 1 second and 14 days."""
 
 
-class SpilloverEntity(FedModel):
-    """A queue, or a topic subscription, present under the same name on both members."""
-
-    model_config = ConfigDict(
-        json_schema_extra=cel(
-            ("has(self.queueName) != has(self.topicName)", "set either queueName or topicName"),
-            (
-                "has(self.topicName) == has(self.subscriptionName)",
-                "subscriptionName is required with topicName, and only with it",
-            ),
-        )
-    )
-
-    queue_name: EntityName | None = None
-    """A queue: its dead-letter queue spills into the paired member's queue."""
-    topic_name: EntityName | None = None
-    """A topic: the subscription's dead-letter queue spills into the paired member's topic."""
-    subscription_name: SubscriptionName | None = None
-    """The subscription of `topicName`."""
-
-
 class Spillover(FedModel):
     """Settings of the spillover pattern (exactly two members)."""
 
-    entities: Annotated[list[SpilloverEntity], Field(min_length=1, max_length=64)]
-    """Entities whose dead-letter queues spill over to the peer."""
+    entities: Annotated[list[QueueOrSubscription], Field(min_length=1, max_length=64)]
+    """Queues or subscriptions, present under the same names on both members, whose dead-letter queues
+    spill over into the peer's queue (or topic)."""
     auxiliary_queue_name: EntityName = "spillover-aux"
     """Queue, on each member, receiving messages that dead-letter again after one spill, instead of
     bouncing back. Default: `spillover-aux`."""
