@@ -26,6 +26,13 @@ class OperatorSettings:
     """PersistentVolumeClaim for checkpoints of tasks that name none; a sub-path per task."""
     app_metrics_port: int = 9464
     """Port of the replication app's Prometheus endpoint in the driver pod."""
+    observe_interval_seconds: int = 15
+    """How often each task's Spark application is observed and drift is corrected. 15 s: status stays
+    fresh for on-call engineers without loading the API server (one GET per task per interval)."""
+    retry_seconds: int = 30
+    """Pause before retrying a task blocked on something outside it (a missing Secret, no launcher)."""
+    metrics_port: int = 9090
+    """Port of the operator's own Prometheus endpoint."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:

@@ -51,7 +51,7 @@ def test_validate_reports_a_missing_file_without_crashing(tmp_path: Path) -> Non
     assert "cannot read" in result.stdout
 
 
-@pytest.mark.parametrize("command", [["run", "-f", "x.yaml"], ["demo"], ["operator"]])
+@pytest.mark.parametrize("command", [["run", "-f", "x.yaml"], ["demo"]])
 def test_unbuilt_commands_say_so_and_fail(command: list[str]) -> None:
     result = runner.invoke(app, command)
     assert result.exit_code != 0
@@ -101,3 +101,11 @@ def test_render_refuses_an_unknown_launcher() -> None:
     result = runner.invoke(app, ["render", "--launcher", "yarn", "-f", str(path)])
     assert result.exit_code == 2
     assert "FEDERATOR_LAUNCHER='yarn'" in result.stderr
+
+
+def test_operator_needs_to_be_told_what_to_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FEDERATOR_NAMESPACES", raising=False)
+    monkeypatch.delenv("FEDERATOR_ALL_NAMESPACES", raising=False)
+    result = runner.invoke(app, ["operator"])
+    assert result.exit_code == 2
+    assert "--namespace" in result.stderr

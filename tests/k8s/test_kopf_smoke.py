@@ -10,21 +10,14 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import kopf
 
 from support.kube import KubeServer
+from support.polling import eventually
 
 RT = "/apis/federator.io/v1alpha1/namespaces/default/replicationtasks"
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 def settings() -> kopf.OperatorSettings:
@@ -53,14 +46,29 @@ def test_create_handler_runs_exactly_once_per_object(kube: KubeServer) -> None:
         kopf.info({"metadata": {"name": name, "namespace": "default"}}, reason="Seen", message=name)
 
     def spec(name: str) -> dict[str, Any]:
-        return {"apiVersion": "federator.io/v1alpha1", "kind": "ReplicationTask", "metadata": {"name": name},
-                "spec": {"paused": False}}
+        return {
+            "apiVersion": "federator.io/v1alpha1",
+            "kind": "ReplicationTask",
+            "metadata": {"name": name},
+            "spec": {"paused": False},
+        }
 
     kube.request("POST", RT, spec("before"))  # exists when the operator starts
     stop, ready = threading.Event(), threading.Event()
-    operator = threading.Thread(target=asyncio.run, name="kopf", args=(kopf.operator(
-        registry=registry, settings=settings(), standalone=True, namespaces=["default"],
-        stop_flag=stop, ready_flag=ready),))
+    operator = threading.Thread(
+        target=asyncio.run,
+        name="kopf",
+        args=(
+            kopf.operator(
+                registry=registry,
+                settings=settings(),
+                standalone=True,
+                namespaces=["default"],
+                stop_flag=stop,
+                ready_flag=ready,
+            ),
+        ),
+    )
     operator.start()
     try:
         assert ready.wait(10), "kopf did not become ready"
@@ -75,8 +83,11 @@ def test_create_handler_runs_exactly_once_per_object(kube: KubeServer) -> None:
         time.sleep(1.0)  # a duplicate run would come from a re-listed or replayed watch event
         assert calls == Counter({"before": 1, "during-1": 1, "during-2": 1})
         events = kube.request("GET", "/api/v1/namespaces/default/events")[1]["items"]
-        assert sorted(e["message"] for e in events if e.get("reason") == "Seen") == ["before", "during-1",
-                                                                                     "during-2"]
+        assert sorted(e["message"] for e in events if e.get("reason") == "Seen") == [
+            "before",
+            "during-1",
+            "during-2",
+        ]
         assert kube.server_errors() == []
     finally:
         stop.set()

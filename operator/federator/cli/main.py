@@ -159,6 +159,43 @@ def emulator(
 
 
 @app.command()
-def operator() -> None:
+def operator(
+    namespace: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--namespace", "-n", help="Watch this namespace (repeat). Env: FEDERATOR_NAMESPACES=a,b."
+        ),
+    ] = None,
+    all_namespaces: Annotated[
+        bool,
+        typer.Option("--all-namespaces", "-A", help="Watch every namespace. Env: FEDERATOR_ALL_NAMESPACES."),
+    ] = False,
+    liveness: Annotated[str, typer.Option(help="Liveness endpoint.")] = "http://0.0.0.0:8080/healthz",
+    peering: Annotated[
+        str | None,
+        typer.Option(
+            help="kopf peering name, for leader election with replicas > 1. Env: FEDERATOR_PEERING."
+        ),
+    ] = None,
+) -> None:
     """Run the Kubernetes operator (kopf)."""
-    _not_built("operator", "issue #5")
+    from federator.controller import run as run_operator
+    from federator.settings import OperatorSettings
+
+    namespaces = namespace or [n for n in os.environ.get("FEDERATOR_NAMESPACES", "").split(",") if n.strip()]
+    everywhere = all_namespaces or os.environ.get("FEDERATOR_ALL_NAMESPACES", "").lower() == "true"
+    if not namespaces and not everywhere:
+        err.print("[red]say what to watch:[/] --namespace NS (repeatable) or --all-namespaces")
+        raise typer.Exit(code=2)
+    try:
+        settings = OperatorSettings.from_env()
+    except ValueError as problem:
+        err.print(f"[red]{escape(str(problem))}[/]")
+        raise typer.Exit(code=2) from None
+    run_operator(
+        namespaces=[n.strip() for n in namespaces],
+        all_namespaces=everywhere,
+        liveness_endpoint=liveness,
+        peering=peering or os.environ.get("FEDERATOR_PEERING") or None,
+        settings=settings,
+    )

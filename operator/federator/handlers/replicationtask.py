@@ -1,0 +1,63 @@
+"""ReplicationTask handlers: reconcile on spec changes, observe periodically, clean up on delete."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import kopf
+
+from federator import metrics
+from federator.api.base import GROUP, VERSION
+from federator.kube.client import ResourceRef
+from federator.reconcile.replicationtask import Result, delete_children, reconcile
+
+RESOURCE = (GROUP, VERSION, "replicationtasks")
+KIND = "ReplicationTask"
+TASKS = ResourceRef(f"{GROUP}/{VERSION}", "replicationtasks")
+
+
+@kopf.on.create(*RESOURCE)
+@kopf.on.update(*RESOURCE, field="spec")
+@kopf.on.resume(*RESOURCE)
+async def apply(body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any) -> None:
+    result = await _reconcile(body, memo)
+    for key, value in result.status_patch.items():
+        patch.status[key] = value
+    if result.retry_after is not None:
+        raise kopf.TemporaryError(f"waiting: {result.blocked_by}", delay=result.retry_after)
+
+
+@kopf.daemon(*RESOURCE, cancellation_timeout=5)
+async def observe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: Any) -> None:
+    """Keeps status fresh (the Spark application's state) and puts back children changed by hand."""
+    while not stopped:
+        await stopped.wait(memo.federator.observe_interval_seconds)
+        if stopped or body.meta.get("deletionTimestamp"):
+            return
+        result = await _reconcile(body, memo)
+        if result.status_patch:
+            path = TASKS.path(body.meta["namespace"], body.meta["name"], "status")
+            await memo.client.patch(path, {"status": result.status_patch})
+
+
+@kopf.on.delete(*RESOURCE)
+async def remove(body: kopf.Body, memo: Any, **_: Any) -> None:
+    deleted = await delete_children(memo.client, dict(body))
+    if deleted:
+        kopf.info(body, reason="Deleted", message="deleted " + ", ".join(deleted))
+    metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], None)
+
+
+async def _reconcile(body: kopf.Body, memo: Any) -> Result:
+    started = time.monotonic()
+    try:
+        result = await reconcile(memo.client, memo.federator, dict(body))
+    finally:
+        metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
+    for note in result.notes:
+        (kopf.info if note.type == "Normal" else kopf.warn)(body, reason=note.reason, message=note.message)
+    metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], result.conditions)
+    if result.blocked_by is not None:
+        metrics.RECONCILE_ERRORS.labels(KIND, result.blocked_by).inc()
+    return result

@@ -1,0 +1,151 @@
+"""A thin async REST client for the Kubernetes API, built from kopf's ConnectionInfo so the operator
+and kopf authenticate the same way (kubeconfig or in-cluster service account)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import kopf
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+class ApiError(Exception):
+    """A refused request, with the API server's status code and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ResourceRef:
+    api_version: str
+    plural: str
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        parts = [base]
+        if namespace is not None:
+            parts.append(f"namespaces/{namespace}")
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(name)
+        if subresource is not None:
+            parts.append(subresource)
+        return "/".join(parts)
+
+
+CONFIGMAPS = ResourceRef("v1", "configmaps")
+SECRETS = ResourceRef("v1", "secrets")
+
+
+class KubeClient:
+    def __init__(self, server: str, session: aiohttp.ClientSession) -> None:
+        self._server = server.rstrip("/")
+        self._session = session
+
+    @classmethod
+    def from_connection_info(cls, info: kopf.ConnectionInfo) -> KubeClient:
+        headers = {"Accept": "application/json", "User-Agent": "federator-operator"}
+        if info.token:
+            headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
+        auth = aiohttp.BasicAuth(info.username, info.password or "") if info.username else None
+        context: ssl.SSLContext | bool = False
+        if info.server.startswith("https://"):
+            context = _ssl_context(info)
+        connector = aiohttp.TCPConnector(ssl=context)
+        session = aiohttp.ClientSession(
+            headers=headers, auth=auth, connector=connector, timeout=aiohttp.ClientTimeout(total=30)
+        )
+        return cls(info.server, session)
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def get(self, path: str) -> dict[str, Any] | None:
+        """The object, or None when it does not exist."""
+        try:
+            return await self._request("GET", path)
+        except ApiError as err:
+            if err.status == 404:
+                return None
+            raise
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._request("POST", path, body)
+
+    async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH) -> dict[str, Any]:
+        return await self._request("PATCH", path, body, content_type)
+
+    async def delete(self, path: str) -> bool:
+        """True if something was deleted; False if it was already gone."""
+        try:
+            await self._request("DELETE", path)
+        except ApiError as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
+    async def serves(self, api_version: str, plural: str) -> bool:
+        """Whether the cluster serves the resource (e.g. a Spark operator's CRD is installed)."""
+        try:
+            listing = await self._request("GET", f"/apis/{api_version}")
+        except ApiError as err:
+            if err.status == 404:
+                return False
+            raise
+        return any(r.get("name") == plural for r in listing.get("resources", []))
+
+    async def _request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> dict[str, Any]:
+        headers = {"Content-Type": content_type} if body is not None else {}
+        async with self._session.request(method, self._server + path, json=body, headers=headers) as response:
+            payload = await response.json(content_type=None) if response.content_length != 0 else {}
+            if response.status >= 400:
+                message = (
+                    payload.get("message", response.reason) if isinstance(payload, dict) else response.reason
+                )
+                raise ApiError(response.status, str(message))
+            return payload if isinstance(payload, dict) else {}
+
+
+def _ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=info.ca_path)
+    if info.ca_data:
+        context.load_verify_locations(cadata=base64.b64decode(info.ca_data).decode())
+    if info.insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    cert = _as_file(info.certificate_path, info.certificate_data)
+    key = _as_file(info.private_key_path, info.private_key_data)
+    if cert:
+        context.load_cert_chain(cert, key)
+    return context
+
+
+def _as_file(
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | None, data: str | bytes | None
+) -> str | None:
+    # ssl wants files; kubeconfig may embed the PEM data instead.
+    if path:
+        return os.fsdecode(path)
+    if not data:
+        return None
+    raw = data if isinstance(data, bytes) else base64.b64decode(data)
+    handle = tempfile.NamedTemporaryFile(prefix="federator-", suffix=".pem", delete=False)  # noqa: SIM115
+    with handle:
+        handle.write(raw)
+    return handle.name

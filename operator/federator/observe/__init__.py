@@ -1,0 +1,1 @@
+"""Observation: reading the state of what the operator created and mapping it to its own terms."""

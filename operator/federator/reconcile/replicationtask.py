@@ -1,0 +1,203 @@
+"""One reconciliation pass of a ReplicationTask. Called on create/update/resume and periodically, so it
+also corrects drift and keeps status fresh. Returns what to write and say; the handler does that."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from federator.api.kinds import REPLICATION_TASK
+from federator.api.replicationtask import ReplicationTaskSpec
+from federator.apply.children import Outcome, ensure
+from federator.kube.client import CONFIGMAPS, SECRETS, KubeClient, ResourceRef
+from federator.observe.sparkapps import SparkObservation, camel, observe
+from federator.planning.errors import PlanningError
+from federator.planning.launchers import LAUNCHERS, render_spark_application
+from federator.planning.task import TaskPlan, plan_replication_task
+from federator.settings import OperatorSettings
+from federator.status import conditions as cond
+from federator.validation.semantic import semantic_problems
+
+SPARK_RUNNING = "SparkApplicationRunning"
+
+
+@dataclass(frozen=True)
+class Note:
+    """An Event to post on the task."""
+
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+@dataclass
+class Findings:
+    """What one pass found, before it is compared with the current status."""
+
+    condition_updates: list[cond.ConditionUpdate]
+    status_fields: dict[str, Any] = field(default_factory=dict)
+    notes: list[Note] = field(default_factory=list)
+    retry_after: float | None = None
+
+
+@dataclass
+class Result:
+    status_patch: dict[str, Any]
+    """Only the status fields that change; empty when nothing does (no write at all)."""
+    conditions: list[dict[str, Any]]
+    notes: list[Note]
+    """Events to post: what the pass did, and every change of the Ready condition."""
+    retry_after: float | None = None
+    """Set when the task waits on something outside it; the handler retries after this many seconds."""
+    blocked_by: str | None = None
+
+
+async def reconcile(client: KubeClient, settings: OperatorSettings, body: dict[str, Any]) -> Result:
+    """One pass for the task in `body` (its current status included)."""
+    found = await _pass(client, settings, body)
+    return _status_result(body, found)
+
+
+def _status_result(body: dict[str, Any], found: Findings) -> Result:
+    status = body.get("status") or {}
+    existing = status.get("conditions")
+    generation = body["metadata"].get("generation")
+    conditions = cond.apply_conditions(existing, found.condition_updates, generation)
+    patch: dict[str, Any] = {}
+    notes = list(found.notes)
+    if not cond.same_conditions(existing, conditions):
+        patch["conditions"] = conditions
+        before, after = cond.find(existing, cond.READY), cond.find(conditions, cond.READY)
+        if after is not None and (
+            before is None or (before["status"], before["reason"]) != (after["status"], after["reason"])
+        ):
+            stalled = cond.find(conditions, cond.STALLED)
+            kind: Literal["Normal", "Warning"] = (
+                "Warning" if stalled and stalled["status"] == "True" else "Normal"
+            )
+            notes.append(Note(kind, after["reason"], after["message"] or after["reason"]))
+    if status.get("observedGeneration") != generation:
+        patch["observedGeneration"] = generation
+    for key, value in found.status_fields.items():
+        if status.get(key) != value:
+            patch[key] = value
+    blocked_by = found.condition_updates[0].reason if found.retry_after is not None else None
+    return Result(patch, conditions, notes, found.retry_after, blocked_by)
+
+
+async def _pass(client: KubeClient, settings: OperatorSettings, body: dict[str, Any]) -> Findings:
+    meta, spec_raw = body["metadata"], body.get("spec") or {}
+    problems = semantic_problems(REPLICATION_TASK, spec_raw)
+    if problems:
+        return Findings(cond.stalled("InvalidSpec", "; ".join(str(p) for p in problems)))
+    spec = ReplicationTaskSpec.model_validate(spec_raw)
+    try:
+        plan = plan_replication_task(
+            name=meta["name"],
+            namespace=meta["namespace"],
+            spec=spec,
+            settings=settings,
+            uid=meta.get("uid"),
+            generation=meta.get("generation"),
+        )
+    except PlanningError as err:
+        return Findings(cond.stalled(err.reason, err.message))
+    blocked = await _preconditions(client, plan, meta["namespace"], settings)
+    if blocked is not None:
+        return blocked
+    launcher = LAUNCHERS[plan.launcher]
+    app_ref = ResourceRef(launcher.API_VERSION, launcher.PLURAL)
+    notes = []
+    if await ensure(client, CONFIGMAPS, plan.config_map) is Outcome.RESTORED:
+        notes.append(
+            Note("Warning", "DriftCorrected", f"ConfigMap {plan.spark_app.config_map} was changed; restored")
+        )
+    outcome = await ensure(client, app_ref, render_spark_application(plan.launcher, plan.spark_app))
+    if outcome is Outcome.CREATED:
+        notes.append(
+            Note("Normal", "SparkApplicationCreated", f"{launcher.KIND} {plan.spark_app.name} created")
+        )
+    elif outcome is Outcome.RESTORED:
+        notes.append(
+            Note(
+                "Warning",
+                "DriftCorrected",
+                f"{launcher.KIND} {plan.spark_app.name} was changed or lost; restored",
+            )
+        )
+    app = await client.get(app_ref.path(meta["namespace"], plan.spark_app.name))
+    observation = observe(launcher.API_VERSION, app)
+    result = _from_observation(observation, plan.spark_app.name)
+    result.notes[:0] = notes
+    result.status_fields = {
+        "sparkApplication": {
+            "apiVersion": launcher.API_VERSION,
+            "name": plan.spark_app.name,
+            "state": observation.state,
+        }
+    }
+    return result
+
+
+async def _preconditions(
+    client: KubeClient, plan: TaskPlan, namespace: str, settings: OperatorSettings
+) -> Findings | None:
+    """What the task waits for, or None when it can run."""
+    for binding in plan.spark_app.secrets:
+        secret = await client.get(SECRETS.path(namespace, binding.secret_name))
+        if secret is None:
+            message = (
+                f"Secret {namespace}/{binding.secret_name} does not exist; create it with key {binding.key!r}"
+            )
+            return Findings(cond.stalled("SecretNotFound", message), retry_after=settings.retry_seconds)
+        if binding.key not in (secret.get("data") or {}) and binding.key not in (
+            secret.get("stringData") or {}
+        ):
+            message = f"Secret {namespace}/{binding.secret_name} has no key {binding.key!r}"
+            return Findings(cond.stalled("SecretKeyNotFound", message), retry_after=settings.retry_seconds)
+    launcher = LAUNCHERS[plan.launcher]
+    if not await client.serves(launcher.API_VERSION, launcher.PLURAL):
+        message = (
+            f"the cluster does not serve {launcher.API_VERSION} {launcher.PLURAL}: install the "
+            f"{plan.launcher} Spark operator, or choose the other launcher (spec.runtime.launcher)"
+        )
+        return Findings(cond.stalled("LauncherNotInstalled", message), retry_after=settings.retry_seconds)
+    return None
+
+
+def _from_observation(observation: SparkObservation, name: str) -> Findings:
+    state = observation.state or "New"
+    detail = f"Spark application {name} is {state}" + (
+        f": {observation.message}" if observation.message else ""
+    )
+    running = cond.ConditionUpdate(
+        SPARK_RUNNING, "True" if observation.phase == "Running" else "False", camel(state), detail
+    )
+    match observation.phase:
+        case "Running":
+            updates = cond.ready("Running", detail)
+        case "Failed":
+            updates = cond.stalled("SparkApplicationFailed", detail)
+        case "Restarting":
+            updates = cond.reconciling("SparkApplicationRestarting", detail)
+        case "Stopped":
+            updates = cond.reconciling("SparkApplicationStopped", detail)
+        case "Unknown":
+            updates = cond.reconciling("SparkApplicationStateUnknown", detail)
+        case _:
+            updates = cond.reconciling("SparkApplicationPending", detail)
+    return Findings([*updates, running])
+
+
+async def delete_children(client: KubeClient, body: dict[str, Any]) -> list[str]:
+    """Delete what the task created (owner references would, but not every cluster collects garbage
+    promptly, and a finalizer makes deletion observable). Returns what was deleted."""
+    meta = body["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
+    deleted = []
+    for launcher in LAUNCHERS.values():
+        if await client.delete(ResourceRef(launcher.API_VERSION, launcher.PLURAL).path(namespace, name)):
+            deleted.append(f"{launcher.KIND} {name} ({launcher.API_VERSION})")
+    if await client.delete(CONFIGMAPS.path(namespace, f"{name}-task")):
+        deleted.append(f"ConfigMap {name}-task")
+    return deleted

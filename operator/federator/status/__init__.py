@@ -1,0 +1,1 @@
+"""Status: metav1 conditions and the kstatus triad (Ready, Reconciling, Stalled)."""

@@ -1,0 +1,92 @@
+"""metav1.Condition lists, updated the way Kubernetes expects: one entry per type, the transition time
+moving only when the status changes, and the kstatus triad kept consistent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Status = Literal["True", "False", "Unknown"]
+READY, RECONCILING, STALLED = "Ready", "Reconciling", "Stalled"
+
+
+@dataclass(frozen=True)
+class ConditionUpdate:
+    type: str
+    status: Status
+    reason: str
+    message: str = ""
+
+
+def timestamp(now: datetime | None = None) -> str:
+    return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def apply_conditions(
+    existing: list[dict[str, Any]] | None,
+    updates: list[ConditionUpdate],
+    generation: int | None,
+    now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The full new list (merge patches replace lists): updated types replace their entry, keeping
+    `lastTransitionTime` when the status is unchanged; other types are kept as they are."""
+    by_type = {c["type"]: c for c in existing or [] if "type" in c}
+    result = dict(by_type)
+    for update in updates:
+        previous = by_type.get(update.type)
+        unchanged = previous is not None and previous.get("status") == update.status
+        result[update.type] = {
+            "type": update.type,
+            "status": update.status,
+            "reason": update.reason,
+            "message": update.message,
+            "observedGeneration": generation,
+            "lastTransitionTime": previous["lastTransitionTime"]
+            if unchanged and previous and "lastTransitionTime" in previous
+            else timestamp(now),
+        }
+    order = [READY, RECONCILING, STALLED]
+    return sorted(
+        result.values(), key=lambda c: (order.index(c["type"]) if c["type"] in order else 3, c["type"])
+    )
+
+
+def ready(reason: str, message: str = "") -> list[ConditionUpdate]:
+    """Everything is as specified."""
+    return [
+        ConditionUpdate(READY, "True", reason, message),
+        ConditionUpdate(RECONCILING, "False", reason),
+        ConditionUpdate(STALLED, "False", reason),
+    ]
+
+
+def reconciling(reason: str, message: str) -> list[ConditionUpdate]:
+    """Progress is being made and will continue without anyone's help."""
+    return [
+        ConditionUpdate(READY, "False", reason, message),
+        ConditionUpdate(RECONCILING, "True", reason, message),
+        ConditionUpdate(STALLED, "False", reason),
+    ]
+
+
+def stalled(reason: str, message: str) -> list[ConditionUpdate]:
+    """No progress without a change by a human (the message says which)."""
+    return [
+        ConditionUpdate(READY, "False", reason, message),
+        ConditionUpdate(RECONCILING, "False", reason),
+        ConditionUpdate(STALLED, "True", reason, message),
+    ]
+
+
+def find(conditions: list[dict[str, Any]] | None, type_: str) -> dict[str, Any] | None:
+    return next((c for c in conditions or [] if c.get("type") == type_), None)
+
+
+def same_conditions(a: list[dict[str, Any]] | None, b: list[dict[str, Any]] | None) -> bool:
+    """Equal apart from transition times (which only move with a status change anyway)."""
+
+    def strip(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in items or []]
+
+    return strip(a) == strip(b)

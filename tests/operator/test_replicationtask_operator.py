@@ -1,0 +1,191 @@
+"""The operator turns a ReplicationTask into its children and keeps its status honest."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from support.kube import KubeServer
+from support.polling import eventually
+
+NS = "default"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eh-replication-cluster.yaml"
+RT = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationtasks"
+APPS = f"/apis/sparkoperator.k8s.io/v1beta2/namespaces/{NS}/sparkapplications"
+CONFIGMAPS = f"/api/v1/namespaces/{NS}/configmaps"
+SECRETS = f"/api/v1/namespaces/{NS}/secrets"
+EVENTS = f"/api/v1/namespaces/{NS}/events"
+
+
+def task(name: str = "orders") -> dict[str, Any]:
+    doc = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    doc["metadata"] = {"name": name, "namespace": NS}
+    return doc
+
+
+def secret() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "orders-weu"},
+        "stringData": {"connectionString": "Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=eA=="},
+    }
+
+
+def get(kube: KubeServer, path: str) -> dict[str, Any] | None:
+    status, body = kube.request("GET", path)
+    return body if status == 200 else None
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == type_), None)
+
+
+def ready_reason(kube: KubeServer, name: str = "orders") -> str | None:
+    found = condition(get(kube, f"{RT}/{name}"), "Ready")
+    return found["reason"] if found else None
+
+
+def event_reasons(kube: KubeServer) -> list[str]:
+    return [e.get("reason", "") for e in kube.request("GET", EVENTS)[1]["items"]]
+
+
+def test_a_task_gets_its_children_and_honest_status(federator_operator: KubeServer) -> None:
+    kube = federator_operator
+    kube.request("POST", SECRETS, secret())
+    kube.request("POST", RT, task())
+
+    app = eventually(lambda: get(kube, f"{APPS}/orders"), message="no SparkApplication")
+    config = get(kube, f"{CONFIGMAPS}/orders-task")
+    owner = get(kube, f"{RT}/orders")
+    assert config is not None and owner is not None
+    for child in (app, config):
+        assert child["metadata"]["ownerReferences"][0]["uid"] == owner["metadata"]["uid"]
+    assert app["spec"]["executor"]["instances"] == 2
+
+    eventually(lambda: ready_reason(kube) == "SparkApplicationPending")
+    rt = get(kube, f"{RT}/orders")
+    assert rt is not None
+    assert rt["status"]["observedGeneration"] == rt["metadata"]["generation"]
+    assert condition(rt, "Reconciling")["status"] == "True"  # type: ignore[index]
+    assert condition(rt, "Stalled")["status"] == "False"  # type: ignore[index]
+    assert rt["status"]["sparkApplication"]["apiVersion"] == "sparkoperator.k8s.io/v1beta2"
+    assert rt["spec"] == task()["spec"], "the operator must never change the user's spec"
+    assert "SparkApplicationCreated" in event_reasons(kube)
+
+    kube.request(
+        "PATCH",
+        f"{APPS}/orders/status",
+        {"status": {"applicationState": {"state": "RUNNING"}}},
+        "application/merge-patch+json",
+    )
+    eventually(lambda: ready_reason(kube) == "Running")
+    rt = get(kube, f"{RT}/orders")
+    assert condition(rt, "SparkApplicationRunning")["status"] == "True"  # type: ignore[index]
+    assert condition(rt, "Reconciling")["status"] == "False"  # type: ignore[index]
+    assert kube.server_errors() == []
+
+
+def test_a_failed_spark_application_stalls_the_task_with_its_error(federator_operator: KubeServer) -> None:
+    kube = federator_operator
+    kube.request("POST", SECRETS, secret())
+    kube.request("POST", RT, task())
+    eventually(lambda: get(kube, f"{APPS}/orders"))
+    failed = {"applicationState": {"state": "FAILED", "errorMessage": "driver OOMKilled"}}
+    kube.request("PATCH", f"{APPS}/orders/status", {"status": failed}, "application/merge-patch+json")
+    eventually(lambda: ready_reason(kube) == "SparkApplicationFailed")
+    rt = get(kube, f"{RT}/orders")
+    stalled = condition(rt, "Stalled")
+    assert stalled is not None and stalled["status"] == "True" and "driver OOMKilled" in stalled["message"]
+
+
+def test_children_changed_by_hand_are_put_back(federator_operator: KubeServer) -> None:
+    kube = federator_operator
+    kube.request("POST", SECRETS, secret())
+    kube.request("POST", RT, task())
+    eventually(lambda: get(kube, f"{APPS}/orders"))
+
+    kube.request("DELETE", f"{APPS}/orders")
+    eventually(lambda: get(kube, f"{APPS}/orders"), message="deleted SparkApplication not restored")
+    kube.request(
+        "PATCH", f"{CONFIGMAPS}/orders-task", {"data": {"task.json": "{}"}}, "application/merge-patch+json"
+    )
+    eventually(
+        lambda: (get(kube, f"{CONFIGMAPS}/orders-task") or {}).get("data", {}).get("task.json") != "{}"
+    )
+    assert "DriftCorrected" in event_reasons(kube)
+
+
+def test_a_spec_change_updates_the_spark_application(federator_operator: KubeServer) -> None:
+    kube = federator_operator
+    kube.request("POST", SECRETS, secret())
+    kube.request("POST", RT, task())
+    eventually(lambda: get(kube, f"{APPS}/orders"))
+    changed = copy.deepcopy(task()["spec"])
+    changed["runtime"]["executor"]["instances"] = 5
+    kube.request("PATCH", f"{RT}/orders", {"spec": changed}, "application/merge-patch+json")
+    eventually(
+        lambda: (get(kube, f"{APPS}/orders") or {}).get("spec", {}).get("executor", {}).get("instances") == 5
+    )
+    rt = eventually(
+        lambda: (r := get(kube, f"{RT}/orders")) and r["status"].get("observedGeneration") == 2 and r
+    )
+    assert rt["metadata"]["generation"] == 2
+
+
+def test_a_missing_secret_stalls_the_task_until_it_appears(federator_operator: KubeServer) -> None:
+    kube = federator_operator
+    kube.request("POST", RT, task())
+    eventually(lambda: ready_reason(kube) == "SecretNotFound")
+    stalled = condition(get(kube, f"{RT}/orders"), "Stalled")
+    assert stalled is not None and "orders-weu" in stalled["message"]
+    assert get(kube, f"{APPS}/orders") is None, "nothing may run without its credentials"
+    kube.request("POST", SECRETS, secret())
+    eventually(
+        lambda: get(kube, f"{APPS}/orders"), message="the task did not recover once the Secret existed"
+    )
+
+
+def test_specs_the_operator_cannot_run_are_stalled_with_a_reason(federator_operator: KubeServer) -> None:
+    kube = federator_operator
+    local = task("local-only")
+    local["spec"]["source"]["eventHub"]["connection"] = {"emulator": {"namespace": "primary"}}
+    bad_sql = task("bad-sql")
+    bad_sql["spec"]["targets"][0]["condition"] = "region = 'eu' AND"
+    kube.request("POST", RT, local)
+    kube.request("POST", RT, bad_sql)
+    eventually(lambda: ready_reason(kube, "local-only") == "EmulatorOnlyInLocalMode")
+    eventually(lambda: ready_reason(kube, "bad-sql") == "InvalidSpec")
+    message = condition(get(kube, f"{RT}/bad-sql"), "Stalled")["message"]  # type: ignore[index]
+    assert "spec.targets[0].condition" in message
+    assert get(kube, f"{APPS}/local-only") is None and get(kube, f"{APPS}/bad-sql") is None
+
+
+def test_status_is_not_rewritten_when_nothing_changes(federator_operator: KubeServer) -> None:
+    kube = federator_operator
+    kube.request("POST", SECRETS, secret())
+    kube.request("POST", RT, task())
+    eventually(lambda: ready_reason(kube) == "SparkApplicationPending")
+    before = get(kube, f"{RT}/orders")["metadata"]["resourceVersion"]  # type: ignore[index]
+    import time
+
+    time.sleep(3.5)  # three observation intervals
+    after = get(kube, f"{RT}/orders")["metadata"]["resourceVersion"]  # type: ignore[index]
+    assert after == before
+
+
+def test_deleting_a_task_deletes_its_children_and_releases_it(federator_operator: KubeServer) -> None:
+    kube = federator_operator
+    kube.request("POST", SECRETS, secret())
+    kube.request("POST", RT, task())
+    eventually(lambda: get(kube, f"{APPS}/orders"))
+    rt = get(kube, f"{RT}/orders")
+    assert rt is not None and "federator.io/finalizer" in rt["metadata"].get("finalizers", [])
+    kube.request("DELETE", f"{RT}/orders")
+    eventually(lambda: get(kube, f"{RT}/orders") is None, message="the task was not released")
+    assert get(kube, f"{APPS}/orders") is None
+    assert get(kube, f"{CONFIGMAPS}/orders-task") is None
