@@ -75,6 +75,7 @@ class _ReceivableConfig(_Model):
     max_delivery_count: int = Field(default=10, ge=1)
     default_message_ttl_seconds: float | None = Field(default=None, gt=0)
     dead_lettering_on_message_expiration: bool = False
+    requires_session: bool = False
 
 
 class _DuplicateDetectionConfig(_Model):
@@ -110,7 +111,11 @@ class NamespaceConfig(_Model):
 
     @model_validator(mode="after")
     def _unique_names(self) -> NamespaceConfig:
-        entities: list[EventHubConfig | QueueConfig | TopicConfig] = [*self.event_hubs, *self.queues, *self.topics]
+        entities: list[EventHubConfig | QueueConfig | TopicConfig] = [
+            *self.event_hubs,
+            *self.queues,
+            *self.topics,
+        ]
         names = [e.name.lower() for e in entities]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

@@ -112,21 +112,22 @@ class Emulator:
         self._stopping = False
         if self.data_dir is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)
-        for ns_config in self.config.namespaces:
-            self._add_namespace(ns_config)
+        try:
+            for ns_config in self.config.namespaces:
+                self._add_namespace(ns_config)
+        except BaseException:
+            self._release()
+            raise
 
     def _add_namespace(self, ns_config: NamespaceConfig) -> None:
-        journal: Journal | None = None
-        if self.data_dir is not None:
-            path = self.data_dir / f"{ns_config.name}.journal"
-            records = read_journal(path)
-            file_journal = FileJournal(path, fsync=self.config.fsync)
-            journal = file_journal
-        state = NamespaceState(ns_config, journal)
-        if self.data_dir is not None:
-            replayed = state.replay(records)
+        if self.data_dir is None:
+            state = NamespaceState(ns_config)
+        else:
+            journal = FileJournal(self.data_dir / f"{ns_config.name}.journal", fsync=self.config.fsync)
+            state = NamespaceState(ns_config, journal)
+            replayed = state.replay(read_journal(journal.path))
             logger.info("namespace %s: replayed %d journal records", ns_config.name, replayed)
-            self._journals.append(file_journal)
+            self._journals.append(journal)
         broker = Broker(state)
         acceptor = SaslAcceptor(self._container, ns_config.host, ns_config.amqp_port, Guard(broker))
         host = _client_host(ns_config.host)
@@ -150,10 +151,17 @@ class Emulator:
         try:
             self._container.run()
         finally:
-            for journal in self._journals:
-                journal.close()
-            for fd in self._injector.pipe:
-                os.close(fd)
+            self._release()
+
+    def _release(self) -> None:
+        """Close what the container does not own: listening sockets, journals, the wakeup pipe."""
+        for acceptor in self._acceptors:
+            acceptor.close()
+            acceptor.socket.close()
+        for journal in self._journals:
+            journal.close()
+        for fd in self._injector.pipe:
+            os.close(fd)
 
     def _on_tick(self) -> None:
         for state in self.namespaces.values():
@@ -225,7 +233,12 @@ class RunningEmulator:
         return self.emulator.namespaces[name]
 
     def call(self, function: Callable[[], T], timeout: float = 10.0) -> T:
+        """Run ``function`` on the emulator thread (see ``Emulator.call``)."""
         return self.emulator.call(function, timeout)
+
+    def ready_document(self) -> dict[str, Any]:
+        """What ``--ready-file`` would contain for this emulator."""
+        return self.emulator.ready_document()
 
     def stop(self, timeout: float = 10.0) -> None:
         if not self._thread.is_alive():
@@ -257,19 +270,27 @@ def start_emulator(config: EmulatorConfig | dict[str, Any], data_dir: Path | Non
 
 def write_ready_file(path: Path, document: dict[str, Any]) -> None:
     """Write atomically so a watcher never reads a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
 
 
 def run_forever(config_path: Path, data_dir: Path | None, ready_file: Path | None) -> int:
-    """The ``federator emulator`` command: serve until SIGTERM/SIGINT; returns the exit code."""
+    """The ``federator emulator`` command: serve until SIGTERM/SIGINT; returns the exit code.
+
+    0 after a clean stop, 1 if it cannot start (port taken, data dir unusable), 2 for a bad config.
+    """
     try:
         config = load_config(config_path)
     except (OSError, ValueError) as exc:
         logger.error("cannot load emulator config %s: %s", config_path, exc)
         return 2
-    emulator = Emulator(config, data_dir)
+    try:
+        emulator = Emulator(config, data_dir)
+    except OSError as exc:  # e.g. a configured port is taken, or the data dir is unusable
+        logger.error("cannot start the emulator: %s", exc)
+        return 1
 
     signals_seen: list[int] = []
 

@@ -70,9 +70,14 @@ async def receive_events_async(
     *,
     eventhub_name: str = "hub1",
     consumer_group: str = "$Default",
-    partition_id: str = "0",
+    partition_id: str | None = "0",
+    on_ready: Callable[[], None] | None = None,
     **receive_kwargs: Any,
 ) -> list[EventData]:
+    """Receive until ``count`` events arrived (async client).
+
+    ``partition_id=None`` reads every partition; ``on_ready`` runs once the link is up.
+    """
     client = AsyncEventHubConsumerClient.from_connection_string(
         connection_string, consumer_group=consumer_group, eventhub_name=eventhub_name
     )
@@ -85,15 +90,32 @@ async def receive_events_async(
         if len(events) >= count:
             done.set()
 
+    ready_work: list[asyncio.Task[None]] = []
+
+    async def on_partition_initialize(context: Any) -> None:
+        if on_ready is not None:
+            # The SDK attaches the link only after this callback returns: run it alongside.
+            ready_work.append(asyncio.create_task(asyncio.to_thread(on_ready)))
+
     async with client:
         task = asyncio.create_task(
-            client.receive(on_event, partition_id=partition_id, max_wait_time=0.5, **receive_kwargs)
+            client.receive(
+                on_event,
+                partition_id=partition_id,
+                max_wait_time=0.5,
+                on_partition_initialize=on_partition_initialize,
+                **receive_kwargs,
+            )
         )
         try:
             await asyncio.wait_for(done.wait(), RECEIVE_TIMEOUT)
+            for work in ready_work:
+                await work  # surfaces its assertion errors
         finally:
             await client.close()
-            await asyncio.wait_for(task, RECEIVE_TIMEOUT)
+            task.cancel()  # receive() does not return on close by itself
+            await asyncio.wait([task], timeout=RECEIVE_TIMEOUT)
+    assert len(events) >= count, f"received {len(events)} of {count} events"
     return events
 
 

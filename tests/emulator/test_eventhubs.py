@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
-from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub import EventData, EventHubProducerClient
+from azure.eventhub.aio import EventHubConsumerClient as AsyncEventHubConsumerClient
 from azure.eventhub.aio import EventHubProducerClient as AsyncEventHubProducerClient
 from azure.eventhub.exceptions import EventHubError
 
@@ -41,150 +43,188 @@ def test_batch_to_a_partition_is_received_in_order_with_broker_annotations(cs, e
     assert all(e.enqueued_time is not None for e in events)
 
 
-def test_single_event_keeps_properties_and_content_type(cs, eh_receive):
+@pytest.mark.asyncio
+async def test_single_event_keeps_properties_and_content_type(cs, eh_receive_async):
     event = EventData("payload")
     event.properties = {"kind": "test", "n": 7}
     event.content_type = "text/plain"
     with EventHubProducerClient.from_connection_string(cs, eventhub_name="hub1") as producer:
         producer.send_event(event, partition_id="0")
-    (received,) = eh_receive(cs, 1, starting_position="-1")
+    (received,) = await eh_receive_async(cs, 1, starting_position="-1")
     assert received.properties == {b"kind": b"test", b"n": 7}
     assert received.content_type == "text/plain"
 
 
-def test_partition_key_maps_to_one_partition_and_keeps_order(cs):
+@pytest.mark.asyncio
+async def test_partition_key_maps_to_one_partition_keeps_order_and_is_delivered(cs, eh_receive_async):
     send(cs, ["k1", "k2"], partition_key="user-42")
     send(cs, ["k3"], partition_key="user-42")
     with EventHubProducerClient.from_connection_string(cs, eventhub_name="hub1") as producer:
-        counts = {pid: producer.get_partition_properties(pid) for pid in ("0", "1")}
-    non_empty = [pid for pid, p in counts.items() if not p["is_empty"]]
-    assert len(non_empty) == 1
-    assert counts[non_empty[0]]["last_enqueued_sequence_number"] == 2
+        properties = {pid: producer.get_partition_properties(pid) for pid in ("0", "1")}
+    (pid,) = [pid for pid, p in properties.items() if not p["is_empty"]]
+    assert properties[pid]["last_enqueued_sequence_number"] == 2
+    events = await eh_receive_async(cs, 3, partition_id=pid, starting_position="-1")
+    assert [e.body_as_str() for e in events] == ["k1", "k2", "k3"]
+    assert {e.partition_key for e in events} == {b"user-42"}
 
 
-def test_partition_key_is_delivered_with_the_event(cs, eh_receive):
-    send(cs, ["x"], partition_key="user-42")
-    with EventHubProducerClient.from_connection_string(cs, eventhub_name="hub1") as producer:
-        pid = next(p for p in ("0", "1") if not producer.get_partition_properties(p)["is_empty"])
-    (event,) = eh_receive(cs, 1, partition_id=pid, starting_position="-1")
-    assert event.partition_key == b"user-42"
-
-
-@pytest.mark.parametrize(
-    ("position", "inclusive", "expected"),
-    [
-        ("-1", False, ["e0", "e1", "e2", "e3"]),
-        (1, False, ["e2", "e3"]),
-        (1, True, ["e1", "e2", "e3"]),
-        (datetime(2000, 1, 1, tzinfo=UTC), False, ["e0", "e1", "e2", "e3"]),
-    ],
-)
-def test_starting_positions(cs, eh_receive, position, inclusive, expected):
-    send(cs, ["e0", "e1", "e2", "e3"], partition_id="0")
-    events = eh_receive(
-        cs, len(expected), starting_position=position, starting_position_inclusive=inclusive
-    )
-    assert [e.body_as_str() for e in events] == expected
-
-
-def test_starting_position_by_offset_is_exclusive_unless_inclusive(cs, eh_receive):
-    send(cs, ["e0", "e1", "e2"], partition_id="0")
-    offsets = [e.offset for e in eh_receive(cs, 3, starting_position="-1")]
-    after = eh_receive(cs, 1, starting_position=offsets[1])
-    assert after[0].body_as_str() == "e2"
-    at = eh_receive(cs, 2, starting_position=offsets[1], starting_position_inclusive=True)
-    assert [e.body_as_str() for e in at] == ["e1", "e2"]
-
-
-def test_starting_position_by_enqueued_time_skips_older_events(cs, eh_receive):
+@pytest.mark.asyncio
+async def test_every_starting_position_selects_the_right_events(cs, eh_receive_async):
     send(cs, ["old"], partition_id="0")
-    (old,) = eh_receive(cs, 1, starting_position="-1")
-    send(cs, ["new"], partition_id="0")
-    events = eh_receive(cs, 1, starting_position=old.enqueued_time + timedelta(milliseconds=1))
-    assert events[0].body_as_str() == "new"
+    send(cs, ["e0", "e1", "e2", "e3"], partition_id="0")  # one batch: one enqueued time
+    first = await eh_receive_async(cs, 5, starting_position="-1")
+    assert [e.body_as_str() for e in first] == ["old", "e0", "e1", "e2", "e3"]
+    old, e1 = first[0], first[2]
+    cases = {
+        "sequence number, exclusive": ({"starting_position": 2}, ["e2", "e3"]),
+        "sequence number, inclusive": (
+            {"starting_position": 2, "starting_position_inclusive": True},
+            ["e1", "e2", "e3"],
+        ),
+        "offset, exclusive": ({"starting_position": e1.offset}, ["e2", "e3"]),
+        "offset, inclusive": (
+            {"starting_position": e1.offset, "starting_position_inclusive": True},
+            ["e1", "e2", "e3"],
+        ),
+        "enqueued time in the past": (
+            {"starting_position": datetime(2000, 1, 1, tzinfo=UTC)},
+            ["old", "e0", "e1", "e2", "e3"],
+        ),
+        "enqueued time of old, exclusive": (
+            {"starting_position": old.enqueued_time},
+            ["e0", "e1", "e2", "e3"],
+        ),
+        "enqueued time of the batch, inclusive": (
+            {"starting_position": e1.enqueued_time, "starting_position_inclusive": True},
+            ["e0", "e1", "e2", "e3"],
+        ),
+    }
+    # Consumers start in parallel: each SDK consumer needs ~2 s of connection handshakes.
+    results = await asyncio.gather(
+        *(eh_receive_async(cs, len(expected), **kwargs) for kwargs, expected in cases.values())
+    )
+    for (name, (_, expected)), events in zip(cases.items(), results, strict=True):
+        assert [e.body_as_str() for e in events] == expected, name
 
 
-def test_latest_only_sees_events_sent_after_the_consumer_started(cs, eh_receive):
+@pytest.mark.asyncio
+async def test_latest_only_sees_events_sent_after_the_consumer_started(emulator, cs, eh_receive_async):
     send(cs, ["before"], partition_id="0")
-    events = eh_receive(cs, 1, starting_position="@latest", on_ready=lambda: send(cs, ["after"], partition_id="0"))
+    partition = emulator.state().event_hub("hub1").partition("0")
+
+    def send_once_attached() -> None:
+        # "@latest" is resolved when the link attaches, which the SDK does after its
+        # initialize callback: wait (bounded) until the emulator has the consumer.
+        attached = threading.Event()
+        for _ in range(100):
+            if emulator.call(lambda: len(partition.listeners)) == 1:
+                attached.set()
+                break
+            attached.wait(0.05)
+        assert attached.is_set(), "consumer never attached"
+        send(cs, ["after"], partition_id="0")
+
+    events = await eh_receive_async(cs, 1, starting_position="@latest", on_ready=send_once_attached)
     assert [e.body_as_str() for e in events] == ["after"]
 
 
-def test_consumer_groups_read_independently(cs, eh_receive):
+@pytest.mark.asyncio
+async def test_receiving_without_a_partition_id_reads_every_partition(cs, eh_receive_async):
+    send(cs, ["p0"], partition_id="0")
+    send(cs, ["p1"], partition_id="1")
+    events = await eh_receive_async(cs, 2, partition_id=None, starting_position="-1")
+    assert sorted(e.body_as_str() for e in events) == ["p0", "p1"]
+
+
+@pytest.mark.asyncio
+async def test_consumer_groups_read_independently(cs, eh_receive_async):
     send(cs, ["a", "b"], partition_id="0")
-    default = eh_receive(cs, 2, starting_position="-1")
-    other = eh_receive(cs, 2, consumer_group="cg1", starting_position="-1")
+    default, other = await asyncio.gather(
+        eh_receive_async(cs, 2, starting_position="-1"),
+        eh_receive_async(cs, 2, consumer_group="cg1", starting_position="-1"),
+    )
     assert [e.body_as_str() for e in default] == [e.body_as_str() for e in other] == ["a", "b"]
 
 
-def test_higher_owner_level_steals_the_partition(cs, eh_receive):
-    low = EventHubConsumerClient.from_connection_string(cs, consumer_group="$Default", eventhub_name="hub1")
+@pytest.mark.asyncio
+async def test_higher_owner_level_steals_the_partition(cs, eh_receive_async):
+    send(cs, ["x"], partition_id="0")
+    low = AsyncEventHubConsumerClient.from_connection_string(
+        cs, consumer_group="$Default", eventhub_name="hub1"
+    )
+    receiving, stolen = asyncio.Event(), asyncio.Event()
     errors: list[Exception] = []
-    started = threading.Event()
-    stolen = threading.Event()
 
-    def on_error(context, error):
+    async def on_event(context, event):
+        if event is not None:
+            receiving.set()
+
+    async def on_error(context, error):
         errors.append(error)
         stolen.set()
 
-    thread = threading.Thread(
-        target=low.receive,
-        kwargs={
-            "on_event": lambda c, e: None,
-            "partition_id": "0",
-            "owner_level": 1,
-            "on_error": on_error,
-            "on_partition_initialize": lambda c: started.set(),
-            "max_wait_time": 0.5,
-        },
+    task = asyncio.create_task(
+        low.receive(
+            on_event,
+            partition_id="0",
+            owner_level=1,
+            starting_position="-1",
+            on_error=on_error,
+            max_wait_time=0.5,
+        )
     )
-    thread.start()
     try:
-        assert started.wait(15)
-        send(cs, ["x"], partition_id="0")
-        events = eh_receive(cs, 1, starting_position="-1", owner_level=2)
-        assert stolen.wait(15), "the lower owner level consumer was not disconnected"
+        await asyncio.wait_for(receiving.wait(), 15)
+        events = await eh_receive_async(cs, 1, starting_position="-1", owner_level=2)
+        await asyncio.wait_for(stolen.wait(), 15)
     finally:
-        low.close()
-        thread.join(15)
+        await low.close()
+        task.cancel()
+        await asyncio.wait([task], timeout=15)
     assert events[0].body_as_str() == "x"
-    assert "stolen" in str(errors[0]).lower() or "owner level" in str(errors[0]).lower()
+    assert isinstance(errors[0], EventHubError)
+    assert "owner level" in str(errors[0])
 
 
-def test_last_enqueued_event_properties_are_tracked(cs, eh_receive):
+@pytest.mark.asyncio
+async def test_last_enqueued_event_properties_are_tracked(cs):
     send(cs, ["a", "b", "c"], partition_id="0")
-    client = EventHubConsumerClient.from_connection_string(cs, consumer_group="$Default", eventhub_name="hub1")
+    client = AsyncEventHubConsumerClient.from_connection_string(
+        cs, consumer_group="$Default", eventhub_name="hub1"
+    )
     seen: list[dict] = []
-    done = threading.Event()
+    done = asyncio.Event()
 
-    def on_event(context, event):
+    async def on_event(context, event):
         if event is not None:
             seen.append(context.last_enqueued_event_properties)
             done.set()
 
-    thread = threading.Thread(
-        target=client.receive,
-        kwargs={
-            "on_event": on_event,
-            "partition_id": "0",
-            "starting_position": "-1",
-            "track_last_enqueued_event_properties": True,
-            "max_wait_time": 0.5,
-        },
+    task = asyncio.create_task(
+        client.receive(
+            on_event,
+            partition_id="0",
+            starting_position="-1",
+            track_last_enqueued_event_properties=True,
+            max_wait_time=0.5,
+        )
     )
-    thread.start()
     try:
-        assert done.wait(15)
+        await asyncio.wait_for(done.wait(), 15)
     finally:
-        client.close()
-        thread.join(15)
+        await client.close()
+        task.cancel()
+        await asyncio.wait([task], timeout=15)
     assert seen[0]["sequence_number"] == 2
     assert seen[0]["offset"] is not None
+    assert seen[0]["enqueued_time"] is not None
 
 
 @pytest.mark.timeout(30)
 def test_events_older_than_retention_disappear(emulator_factory):
-    emu = emulator_factory({"namespaces": [{"name": "ns", "eventHubs": [{"name": "hub1", "retentionSeconds": 1}]}]})
+    emu = emulator_factory(
+        {"namespaces": [{"name": "ns", "eventHubs": [{"name": "hub1", "retentionSeconds": 1}]}]}
+    )
     cs = emu.connection_string()
     send(cs, ["old"], partition_id="0")
     partition = emu.state().event_hub("hub1").partition("0")

@@ -51,3 +51,13 @@ def test_equal_conditions_mean_no_write() -> None:
     again = apply_conditions(first, ready("Running"), 1, T1)
     assert same_conditions(first, again)
     assert not same_conditions(first, apply_conditions(first, ready("Running"), 2, T1))
+
+
+def test_every_reason_is_documented_in_the_status_reference() -> None:
+    from pathlib import Path
+
+    from federator.reasons import BY_CONDITION
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "status.md").read_text(encoding="utf-8")
+    missing = [r for reasons in BY_CONDITION.values() for r in reasons if f"`{r}`" not in text]
+    assert missing == []

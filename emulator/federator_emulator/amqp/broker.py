@@ -7,6 +7,7 @@ an ``Endpoint`` chosen by its address. Everything runs on the reactor thread.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from federator_emulator import auth
@@ -19,6 +20,7 @@ from federator_emulator.amqp.endpoints import (
     UNAUTHORIZED,
     ConnectionContext,
     Endpoint,
+    Refused,
     condition,
 )
 from federator_emulator.state.eventhubs import UnknownEntity
@@ -30,12 +32,6 @@ logger = logging.getLogger(__name__)
 # transfer at a time, so this only bounds bursts from many clients on one link.
 _CREDIT = 1000
 _MAX_MESSAGE_SIZE = 1024 * 1024
-
-
-class Refused(Exception):
-    def __init__(self, name: str, description: str) -> None:
-        super().__init__(description)
-        self.name = name
 
 
 def _context(obj: Any) -> ConnectionContext:
@@ -104,12 +100,9 @@ class Broker:
         link.open()
         if link.is_receiver:
             link.flow(_CREDIT)
-        start = getattr(endpoint, "start", None)
-        if start is not None:
-            refusal = start()
-            if refusal is not None:
-                ctx.endpoints.discard(endpoint)
-                endpoint.detach(LINK_STOLEN, refusal)
+        refusal = endpoint.start()
+        if refusal is not None:
+            endpoint.detach(LINK_STOLEN, refusal)
 
     def on_link_remote_close(self, event: Any) -> None:
         self._close_endpoint(event.link)
@@ -171,18 +164,17 @@ class Broker:
         if not ctx.grants.allows(path):
             raise Refused(UNAUTHORIZED, f"no valid CBS token for {address!r}")
         try:
-            return self._entity_endpoint(ctx, link, auth.entity_path(address).split("/"), address)
+            return self._entity_endpoint(ctx, link, path.split("/"), address)
         except UnknownEntity as exc:
             raise Refused(NOT_FOUND, str(exc)) from None
 
-    def _reply_or(self, ctx: ConnectionContext, link: Any, make: Any) -> Endpoint:
+    def _reply_or(self, ctx: ConnectionContext, link: Any, make: Callable[[], Endpoint]) -> Endpoint:
         """Request nodes: the client's receiver is our reply link, its sender carries requests."""
         if link.is_sender:
             for address in {link.remote_source.address, link.remote_target.address} - {None}:
                 ctx.reply_links[(link.session, address)] = link
             return Endpoint(ctx, link)
-        endpoint: Endpoint = make()
-        return endpoint
+        return make()
 
     def _entity_endpoint(self, ctx: ConnectionContext, link: Any, parts: list[str], address: str) -> Endpoint:
         ns = self.namespace
@@ -200,7 +192,7 @@ class Broker:
                 key = (hub.name.lower(), parts[2], parts[4])
                 return eventhubs.Consumer(ctx, link, hub.partition(parts[4]), self.consumers, key)
             raise UnknownEntity(f"unsupported event hub address {address!r}")
-        return servicebus.entity_endpoint(ctx, link, parts, address)
+        return servicebus.entity_endpoint(ctx, link, parts)
 
 
 class Guard:

@@ -8,7 +8,6 @@ messages costs more than everything else the broker does per event.
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -109,12 +108,6 @@ def encode_section(code: int, value: Any) -> bytes:
     return data.encode()
 
 
-def encode_value(value: Any) -> bytes:
-    data = Data()
-    data.put_object(value)
-    return data.encode()
-
-
 def data_section_content(raw: bytes) -> bytes:
     """The binary inside a Data section."""
     constructor = raw[3]
@@ -195,8 +188,3 @@ def insert_delivery_annotations(payload: bytes, encoded_section: bytes) -> bytes
         return encoded_section + payload
     header_len = 3 + _value_size(payload, 3)
     return payload[:header_len] + encoded_section + payload[header_len:]
-
-
-def lock_token_tag(token: uuid.UUID) -> bytes:
-    """Delivery tag for a lock token: the SDK reads it with ``UUID(bytes_le=tag)``."""
-    return token.bytes_le

@@ -9,6 +9,7 @@ from typing import Any
 
 from proton import Condition, Delivery, Link, Message, symbol
 
+from federator_emulator.amqp import codec
 from federator_emulator.auth import ConnectionGrants
 from federator_emulator.state.namespace import NamespaceState
 
@@ -25,6 +26,22 @@ LOCK_LOST = "com.microsoft:message-lock-lost"
 # Nested error lists are read by position too, and the padding shim only pads
 # performatives, so every condition carries a non-empty info map.
 _INFO: dict[Any, Any] = {symbol("com.microsoft:tracking-id"): "federator-emulator"}
+
+
+class Refused(Exception):
+    """An attach is refused with this AMQP condition."""
+
+    def __init__(self, name: str, description: str) -> None:
+        super().__init__(description)
+        self.name = name
+
+
+def source_filters(link: Link) -> dict[Any, Any]:
+    """The filter set the client put on the link's source (empty when none)."""
+    data = link.remote_source.filter
+    data.rewind()
+    filters = codec.own(data.get_object()) if data.next() else None
+    return filters if isinstance(filters, dict) else {}
 
 
 def condition(name: str, description: str) -> Condition:
@@ -66,8 +83,12 @@ class Endpoint:
     def on_flow(self) -> None:
         """The client granted credit (or asked to drain) on a server->client link."""
 
+    def start(self) -> str | None:
+        """Called once the link is open; a returned reason detaches it with ``amqp:link:stolen``."""
+        return None
+
     def on_close(self) -> None:
-        """The link went away: drop registrations."""
+        """The link went away (either side ended it): drop registrations. Idempotent."""
 
     def next_tag(self) -> bytes:
         return str(next(self._tags)).encode()
@@ -79,6 +100,10 @@ class Endpoint:
         delivery.settle()
 
     def detach(self, name: str, description: str) -> None:
+        """End the link from our side with an error the SDK maps to an exception."""
+        self.on_close()
+        self.ctx.endpoints.discard(self)
+        self.link.fed_endpoint = None
         self.link.condition = condition(name, description)
         self.link.close()
 

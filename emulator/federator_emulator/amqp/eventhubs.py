@@ -21,6 +21,7 @@ from federator_emulator.amqp.endpoints import (
     decode_request,
     reject,
     reply,
+    source_filters,
 )
 from federator_emulator.state.eventhubs import EventHub, PartitionLog, StoredEvent, UnknownEntity
 
@@ -84,12 +85,6 @@ class StartingPosition:
         return log.clamp(log.first_after_time(int(self.value), self.inclusive))
 
 
-def _filters(link: Link) -> Any:
-    data = link.remote_source.filter
-    data.rewind()
-    return codec.own(data.get_object()) if data.next() else None
-
-
 def parse_starting_position(filters: Any) -> StartingPosition:
     """Read the selector filter the SDK sends; no filter means the start of the partition."""
     for value in (filters or {}).values():
@@ -114,10 +109,10 @@ class ConsumerRegistry:
             return f"a receiver with a higher owner level ({strongest}) already exists"
         if consumer.epoch is not None:
             for other in [c for c in current if c.epoch is None or c.epoch < consumer.epoch]:
+                # Detaching unregisters it (Consumer.on_close).
                 other.detach(
                     LINK_STOLEN, f"a receiver with a higher owner level ({consumer.epoch}) was created"
                 )
-                self.remove(key, other)
         current.append(consumer)
         return None
 
@@ -147,7 +142,7 @@ class Consumer(Endpoint):
         self.key = key
         epoch = (link.remote_properties or {}).get(EPOCH)
         self.epoch: int | None = None if epoch is None else int(epoch)
-        self.next_sequence_number = parse_starting_position(_filters(link)).resolve(log)
+        self.next_sequence_number = parse_starting_position(source_filters(link)).resolve(log)
 
     def start(self) -> str | None:
         refusal = self.registry.admit(self.key, self)

@@ -9,6 +9,7 @@ its plain AMQP header, so the accept step is done here.
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any
 
 from proton import Transport, Url
@@ -21,9 +22,18 @@ logger = logging.getLogger(__name__)
 
 class SaslAcceptor(Acceptor):
     def __init__(self, container: Container, host: str, port: int, handler: Any) -> None:
-        super().__init__(container, host, port, handler)
-        sock: Any = self._selectable._delegate
-        self.port: int = sock.getsockname()[1]
+        # Not super().__init__: proton's IO.listen leaks its socket when bind fails (port taken).
+        self._ssl_domain = None
+        self._reactor = container
+        self._handler = handler
+        self.socket = socket.create_server((host, port), backlog=128)
+        self.socket.setblocking(False)
+        self.port: int = self.socket.getsockname()[1]
+        selectable: Any = container.selectable(handler=self, delegate=self.socket)
+        selectable.reading = True
+        selectable._transport = None
+        self._selectable = selectable
+        container.update(selectable)
 
     def on_selectable_readable(self, event: Any) -> None:
         sock, name = IO.accept(self._selectable)  # type: ignore[arg-type]  # delegates to the socket

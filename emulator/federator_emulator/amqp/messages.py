@@ -59,6 +59,8 @@ class AmqpInbound:
         self.ttl_seconds: float | None = ttl_ms / 1000 if ttl_ms else None
         message_id = properties[0] if properties else None
         self.message_id: str | None = None if message_id is None else str(message_id)
+        group_id = properties[_PROPERTY_FIELDS["SessionId"]] if len(properties) > 10 else None
+        self.session_id: str | None = None if group_id is None else str(group_id)
         scheduled = annotations.get(SCHEDULED_ENQUEUE_TIME)
         self.scheduled_at: float | None = scheduled / 1000 if scheduled else None
 

@@ -23,9 +23,11 @@ from federator_emulator.amqp.messages import AmqpInbound, delivery_payload
 from federator_emulator.amqp.servicebus import resolve_receivable, resolve_sendable
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.servicebus import LockLost, Queue, ReceivableEntity
+from federator_emulator.state.sessions import SessionUnavailable
 
 logger = logging.getLogger(__name__)
 
+SESSION_LOCK_LOST = "com.microsoft:session-lock-lost"
 _PEEK_LOCK = 1  # receiver-settle-mode value of ServiceBusReceiveMode.PEEK_LOCK
 _OK = (200, "OK")
 _NO_CONTENT = (204, "No Content")
@@ -63,6 +65,9 @@ class Management(Endpoint):
             "com.microsoft:update-disposition": self._update_disposition,
             "com.microsoft:schedule-message": self._schedule,
             "com.microsoft:cancel-scheduled-message": self._cancel_scheduled,
+            "com.microsoft:renew-session-lock": self._renew_session_lock,
+            "com.microsoft:get-session-state": self._get_session_state,
+            "com.microsoft:set-session-state": self._set_session_state,
         }
 
     def on_message(self, delivery: Delivery, payload: bytes) -> None:
@@ -89,6 +94,9 @@ class Management(Endpoint):
             return
         except LockLost as exc:
             reply(self.ctx, self.link, request, 410, str(exc), error=LOCK_LOST)
+            return
+        except SessionUnavailable as exc:
+            reply(self.ctx, self.link, request, 410, str(exc), error=SESSION_LOCK_LOST)
             return
         self.namespace.journal.commit()
         reply(self.ctx, self.link, request, status, description, body=result)
@@ -149,6 +157,22 @@ class Management(Endpoint):
             else:
                 numbers.append(target.send(inbound) or -1)
         return _OK, {"sequence-numbers": _array(Data.LONG, numbers)}
+
+    def _renew_session_lock(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        entity = self._receivable()
+        expiry = entity.sessions.renew(str(body.get("session-id")), entity.lock_duration)
+        return _OK, {"expiration": timestamp(int(expiry * 1000))}
+
+    def _get_session_state(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        state = self._receivable().sessions.get_state(str(body.get("session-id")))
+        return _OK, {"session-state": state}
+
+    def _set_session_state(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        state = body.get("session-state")
+        self._receivable().sessions.set_state(
+            str(body.get("session-id")), None if state is None else bytes(state)
+        )
+        return _OK, None
 
     def _cancel_scheduled(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
         target = resolve_sendable(self.ctx, self.parts)

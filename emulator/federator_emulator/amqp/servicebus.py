@@ -11,20 +11,29 @@ from proton import Delivery, Link, symbol, ulong
 from federator_emulator.amqp import codec
 from federator_emulator.amqp.endpoints import (
     LOCK_LOST,
+    NOT_ALLOWED,
     ConnectionContext,
     Endpoint,
+    Refused,
     accept,
     condition,
     reject,
+    source_filters,
 )
 from federator_emulator.amqp.messages import AmqpInbound, delivery_payload
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.servicebus import LockLost, Queue, ReceivableEntity
+from federator_emulator.state.sessions import SessionLock, SessionUnavailable
 from federator_emulator.state.topics import Topic
 
 logger = logging.getLogger(__name__)
 
 MAX_BATCH_SIZE = symbol("com.microsoft:max-message-batch-size")
+SESSION_FILTER = symbol("com.microsoft:session-filter")
+LOCKED_UNTIL_UTC = symbol("com.microsoft:locked-until-utc")
+SESSION_CANNOT_BE_LOCKED = "com.microsoft:session-cannot-be-locked"
+TIMEOUT = "com.microsoft:timeout"
+_DOTNET_EPOCH_TICKS = 621355968000000000
 _BATCH_SIZE = 1024 * 1024
 DEAD_LETTER_QUEUE = "$deadletterqueue"
 
@@ -57,12 +66,33 @@ def resolve_sendable(ctx: ConnectionContext, parts: list[str]) -> Queue | Topic:
     return ns.topic(parts[0])
 
 
-def entity_endpoint(ctx: ConnectionContext, link: Link, parts: list[str], address: str) -> Endpoint:
+def entity_endpoint(ctx: ConnectionContext, link: Link, parts: list[str]) -> Endpoint:
+    """The endpoint for a link to a queue, topic, subscription or dead-letter queue."""
     if link.is_receiver:
         link.properties = {MAX_BATCH_SIZE: ulong(_BATCH_SIZE)}
         return Sender(ctx, link, resolve_sendable(ctx, parts))
     peek_lock = link.remote_snd_settle_mode != Link.SND_SETTLED
-    return Receiver(ctx, link, resolve_receivable(ctx, parts), peek_lock)
+    entity = resolve_receivable(ctx, parts)
+    filters = source_filters(link)
+    if not entity.requires_session:
+        return Receiver(ctx, link, entity, peek_lock, session=None)
+    if SESSION_FILTER not in filters:
+        raise Refused(NOT_ALLOWED, f"{entity.path} requires sessions: use a session receiver")
+    receiver = Receiver(ctx, link, entity, peek_lock, session=None)
+    requested = filters[SESSION_FILTER]
+    try:
+        receiver.session = entity.accept_session(None if requested is None else str(requested), receiver)
+    except SessionUnavailable as exc:
+        raise Refused(SESSION_CANNOT_BE_LOCKED if requested is not None else TIMEOUT, str(exc)) from None
+    # The SDK learns the session id and its lock expiry from our attach.
+    link.source.filter.put_dict({SESSION_FILTER: receiver.session.session_id})
+    link.properties = {LOCKED_UNTIL_UTC: dotnet_ticks(receiver.session.locked_until)}
+    return receiver
+
+
+def dotnet_ticks(epoch_seconds: float) -> int:
+    """A time as .NET ticks (100 ns since 0001-01-01), as Service Bus sends lock expiries."""
+    return _DOTNET_EPOCH_TICKS + int(epoch_seconds * 10_000_000)
 
 
 def management_node(ctx: ConnectionContext, link: Link, entity_path: str) -> Endpoint:
@@ -98,19 +128,35 @@ class Sender(Endpoint):
 class Receiver(Endpoint):
     """Client receiver; peek-lock deliveries are tagged with the 16-byte lock token."""
 
-    def __init__(self, ctx: ConnectionContext, link: Link, entity: ReceivableEntity, peek_lock: bool) -> None:
+    def __init__(
+        self,
+        ctx: ConnectionContext,
+        link: Link,
+        entity: ReceivableEntity,
+        peek_lock: bool,
+        session: SessionLock | None,
+    ) -> None:
         super().__init__(ctx, link)
         self.entity = entity
         self.peek_lock = peek_lock
-        entity.listeners.append(self._on_entity)
+        self.session = session
+
+    def start(self) -> str | None:
+        self.entity.listeners.append(self._on_entity)
+        return None
 
     def _on_entity(self, _entity: ReceivableEntity) -> None:
         self.on_flow()
 
     def on_flow(self) -> None:
         link = self.link
+        session_id = None
+        if self.session is not None:
+            session_id = self.session.session_id
+            if self.entity.sessions.holder(session_id) is not self:
+                return  # the session lock expired: deliver nothing more on this link
         while link.credit > 0:
-            message = self.entity.receive(self.peek_lock)
+            message = self.entity.receive(self.peek_lock, session_id)
             if message is None:
                 break
             payload = delivery_payload(message)
@@ -151,6 +197,8 @@ class Receiver(Endpoint):
     def on_close(self) -> None:
         if self._on_entity in self.entity.listeners:
             self.entity.listeners.remove(self._on_entity)
+        if self.session is not None:
+            self.entity.sessions.release(self.session.session_id, self)
 
 
 def settle(entity: ReceivableEntity, token: uuid.UUID, state: int, remote: Any) -> None:

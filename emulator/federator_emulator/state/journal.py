@@ -50,17 +50,21 @@ class FileJournal:
     def __init__(self, path: Path, fsync: bool) -> None:
         self.path = path
         self._fsync = fsync
-        self._file: BinaryIO = path.open("ab")
+        # Opened on the first write, so the file can be replayed (and a torn tail cut)
+        # after the namespace state holding this journal was built.
+        self._file: BinaryIO | None = None
         self._dirty = False
 
     def write(self, meta: dict[str, Any], payload: bytes = b"") -> None:
+        if self._file is None:
+            self._file = self.path.open("ab")
         encoded = json.dumps(meta, separators=(",", ":")).encode()
         crc = zlib.crc32(payload, zlib.crc32(encoded))
         self._file.write(_HEADER.pack(len(encoded), len(payload), crc) + encoded + payload)
         self._dirty = True
 
     def commit(self) -> None:
-        if not self._dirty:
+        if self._file is None or not self._dirty:
             return
         self._file.flush()
         if self._fsync:
@@ -68,8 +72,10 @@ class FileJournal:
         self._dirty = False
 
     def close(self) -> None:
-        self.commit()
-        self._file.close()
+        if self._file is not None:
+            self.commit()
+            self._file.close()
+            self._file = None
 
 
 def read_journal(path: Path) -> Iterator[Record]:

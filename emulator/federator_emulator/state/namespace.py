@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from federator_emulator.config import (
     EventHubConfig,
@@ -23,7 +22,7 @@ from federator_emulator.config import (
 )
 from federator_emulator.state.eventhubs import EventHub, PartitionLog, UnknownEntity
 from federator_emulator.state.journal import Journal, NullJournal, Record
-from federator_emulator.state.servicebus import Queue
+from federator_emulator.state.servicebus import Queue, ReceivableEntity
 from federator_emulator.state.topics import Subscription, Topic
 
 logger = logging.getLogger(__name__)
@@ -171,9 +170,9 @@ class NamespaceState:
         for entity in self.receivable_entities():
             entity.tick()
 
-    def receivable_entities(self) -> list[Any]:
+    def receivable_entities(self) -> list[ReceivableEntity]:
         """Queues and subscriptions with their dead-letter queues."""
-        out: list[Any] = []
+        out: list[ReceivableEntity] = []
         for queue in self.queues.values():
             out += [queue, queue.dead_letter]
         for topic in self.topics.values():

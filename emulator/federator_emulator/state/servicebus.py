@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from federator_emulator.config import QueueConfig, SubscriptionConfig
 from federator_emulator.state.journal import Journal
+from federator_emulator.state.sessions import SessionLock, SessionRegistry, SessionUnavailable
 
 logger = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -40,6 +41,7 @@ class Inbound(Protocol):
 
     payload: bytes
     message_id: str | None
+    session_id: str | None
     ttl_seconds: float | None
     scheduled_at: float | None
 
@@ -57,6 +59,7 @@ class SbMessage:
     enqueued_time: float
     expires_at: float | None = None
     message_id: str | None = None
+    session_id: str | None = None
     state: MessageState = MessageState.ACTIVE
     scheduled_at: float | None = None
     delivery_count: int = 0
@@ -71,6 +74,7 @@ class SbMessage:
 class DuplicateDetector:
     window_seconds: float
     seen: dict[str, float] = field(default_factory=dict)
+    purged_at: float = 0.0
 
     def is_duplicate(self, message_id: str | None, now: float) -> bool:
         """Whether the id was seen within the window; records it otherwise."""
@@ -83,6 +87,10 @@ class DuplicateDetector:
         return False
 
     def purge(self, now: float) -> None:
+        """Forget ids older than the window; a full scan, so at most once a second."""
+        if now - self.purged_at < 1.0:
+            return
+        self.purged_at = now
         self.seen = {mid: t for mid, t in self.seen.items() if now - t < self.window_seconds}
 
 
@@ -97,11 +105,14 @@ class ReceivableEntity:
         self.clock = clock
         self.dead_letter = dead_letter
         self.messages: dict[int, SbMessage] = {}
-        self._available: list[int] = []
+        # Available sequence numbers per session (key None: entities without sessions).
+        self._available: dict[str | None, list[int]] = {}
         self._scheduled: list[tuple[float, int]] = []
         self._locks: dict[uuid.UUID, int] = {}
         self._lock_expiry: list[tuple[float, uuid.UUID]] = []
+        self._expiry: list[tuple[float, int]] = []
         self.next_sequence_number = 1
+        self.sessions = SessionRegistry(path, journal, clock)
         # Called when messages may have become available (the protocol layer pumps links).
         self.listeners: list[Callable[[ReceivableEntity], None]] = []
 
@@ -122,6 +133,10 @@ class ReceivableEntity:
     def dead_letter_on_expiry(self) -> bool:
         raise NotImplementedError
 
+    @property
+    def requires_session(self) -> bool:
+        return False
+
     # -- sending ------------------------------------------------------------------------
     def enqueue(self, inbound: Inbound, sequence_number: int | None = None) -> SbMessage:
         now = self.clock()
@@ -135,6 +150,7 @@ class ReceivableEntity:
             enqueued_time=now,
             expires_at=start + min(ttls) if ttls else None,
             message_id=inbound.message_id,
+            session_id=inbound.session_id,
             state=MessageState.SCHEDULED if scheduled else MessageState.ACTIVE,
             scheduled_at=scheduled,
         )
@@ -151,6 +167,7 @@ class ReceivableEntity:
                 "t": message.enqueued_time,
                 "x": message.expires_at,
                 "m": message.message_id,
+                "sid": message.session_id,
                 "st": int(message.state),
                 "sc": message.scheduled_at,
                 "dc": message.delivery_count,
@@ -167,20 +184,27 @@ class ReceivableEntity:
         self.messages[seq] = message
         self.next_sequence_number = max(self.next_sequence_number, seq + 1)
         if message.state is MessageState.ACTIVE:
-            heapq.heappush(self._available, seq)
+            self._make_available(message)
         elif message.state is MessageState.SCHEDULED and message.scheduled_at is not None:
             heapq.heappush(self._scheduled, (message.scheduled_at, seq))
+        if message.expires_at is not None:
+            heapq.heappush(self._expiry, (message.expires_at, seq))
+
+    def _make_available(self, message: SbMessage) -> None:
+        key = message.session_id if self.requires_session else None
+        heapq.heappush(self._available.setdefault(key, []), message.sequence_number)
 
     def notify(self) -> None:
         for listener in list(self.listeners):
             listener(self)
 
     # -- receiving ----------------------------------------------------------------------
-    def receive(self, peek_lock: bool) -> SbMessage | None:
-        """The next available message, locked (peek-lock) or removed (receive-and-delete)."""
+    def receive(self, peek_lock: bool, session_id: str | None = None) -> SbMessage | None:
+        """The next available message (of a session), locked (peek-lock) or removed."""
         now = self.clock()
-        while self._available:
-            seq = heapq.heappop(self._available)
+        available = self._available.get(session_id, [])
+        while available:
+            seq = heapq.heappop(available)
             message = self.messages.get(seq)
             if message is None or message.state is not MessageState.ACTIVE or message.lock_token:
                 continue
@@ -193,6 +217,25 @@ class ReceivableEntity:
                 self._remove(message)
             return message
         return None
+
+    def accept_session(self, session_id: str | None, owner: Any) -> SessionLock:
+        """Lock a session for a receiver; without an id, the first free one with messages."""
+        if session_id is None:
+            free = [s for s in sorted(k for k in self._available if k is not None) if self._has_available(s)]
+            free = [s for s in free if self.sessions.holder(s) is None]
+            if not free:
+                raise SessionUnavailable(f"no session of {self.path} is available")
+            session_id = free[0]
+        return self.sessions.lock(session_id, owner, self.lock_duration)
+
+    def _has_available(self, session_id: str) -> bool:
+        available = self._available.get(session_id, [])
+        while available:
+            message = self.messages.get(available[0])
+            if message is not None and message.state is MessageState.ACTIVE and not message.lock_token:
+                return True
+            heapq.heappop(available)  # stale entry: settled, deferred or locked since
+        return False
 
     def _lock(self, message: SbMessage, now: float) -> None:
         token = uuid.uuid4()
@@ -248,7 +291,7 @@ class ReceivableEntity:
                 return
             self._update(message)
         if message.state is MessageState.ACTIVE:
-            heapq.heappush(self._available, message.sequence_number)
+            self._make_available(message)
             self.notify()
 
     def defer(self, token: uuid.UUID) -> None:
@@ -328,12 +371,13 @@ class ReceivableEntity:
             if message is not None and message.state is MessageState.SCHEDULED:
                 message.state = MessageState.ACTIVE
                 self._update(message)
-                heapq.heappush(self._available, seq)
+                self._make_available(message)
                 changed = True
-        for message in [
-            m for m in self.messages.values() if m.expires_at is not None and m.expires_at <= now
-        ]:
-            if message.lock_token is None and message.state is not MessageState.SCHEDULED:
+        while self._expiry and self._expiry[0][0] <= now:
+            _, seq = heapq.heappop(self._expiry)
+            message = self.messages.get(seq)
+            # A locked message expires when it is next fetched for delivery (see receive).
+            if message is not None and message.lock_token is None:
                 self._expire(message)
         if changed:
             self.notify()
@@ -355,6 +399,7 @@ class ReceivableEntity:
                     enqueued_time=meta["t"],
                     expires_at=meta["x"],
                     message_id=meta["m"],
+                    session_id=meta.get("sid"),
                     state=MessageState(meta["st"]),
                     scheduled_at=meta["sc"],
                     delivery_count=meta["dc"],
@@ -370,7 +415,9 @@ class ReceivableEntity:
             message.delivery_count = meta["dc"]
             message.state = MessageState(meta["st"])
             if message.state is MessageState.ACTIVE:
-                heapq.heappush(self._available, seq)
+                self._make_available(message)
+        elif kind == "sst":
+            self.sessions.replay_state(meta["sid"], None if meta["none"] else payload)
 
 
 class DeadLetterQueue(ReceivableEntity):
@@ -398,6 +445,8 @@ class DeadLetterQueue(ReceivableEntity):
 class ConfiguredEntity(ReceivableEntity):
     """A queue or subscription: settings come from its config model, which may be replaced."""
 
+    dead_letter: ReceivableEntity
+
     config: QueueConfig | SubscriptionConfig
 
     def __init__(self, path: str, journal: Journal, clock: Clock) -> None:
@@ -419,6 +468,10 @@ class ConfiguredEntity(ReceivableEntity):
     @property
     def dead_letter_on_expiry(self) -> bool:
         return self.config.dead_lettering_on_message_expiration
+
+    @property
+    def requires_session(self) -> bool:
+        return self.config.requires_session
 
 
 class Queue(ConfiguredEntity):

@@ -12,15 +12,26 @@ from federator_emulator.state.servicebus import Clock, ConfiguredEntity, Duplica
 class Subscription(ConfiguredEntity):
     config: SubscriptionConfig
 
-    def __init__(self, topic_name: str, config: SubscriptionConfig, journal: Journal, clock: Clock) -> None:
+    def __init__(self, topic: Topic, config: SubscriptionConfig) -> None:
         self.config = config
-        super().__init__(f"{topic_name}/Subscriptions/{config.name}", journal, clock)
+        self.topic = topic
+        super().__init__(f"{topic.name}/Subscriptions/{config.name}", topic.journal, topic.clock)
         self.rules: dict[str, Rule] = {}
         if config.rules is None:
             rule = default_rule()
             self.rules[rule.name.lower()] = rule
         for rule_config in config.rules or []:
             self.put_rule(rule_config)
+
+    @property
+    def default_ttl(self) -> float | None:
+        """The shorter of the subscription's and the topic's default message TTL."""
+        ttls = [
+            t
+            for t in (self.config.default_message_ttl_seconds, self.topic.config.default_message_ttl_seconds)
+            if t
+        ]
+        return min(ttls) if ttls else None
 
     def put_rule(self, config: RuleConfig) -> None:
         self.rules[config.name.lower()] = compile_rule(config)
@@ -64,7 +75,7 @@ class Topic:
     def create_subscription(self, config: SubscriptionConfig) -> Subscription:
         if config.name.lower() in self.subscriptions:
             raise ValueError(f"subscription {config.name!r} already exists on topic {self.name!r}")
-        sub = Subscription(self.name, config, self.journal, self.clock)
+        sub = Subscription(self, config)
         self.subscriptions[config.name.lower()] = sub
         return sub
 

@@ -16,24 +16,25 @@ class Outcome(Enum):
     UNCHANGED = "Unchanged"
 
 
-async def ensure(client: KubeClient, ref: ResourceRef, desired: dict[str, Any]) -> Outcome:
-    """Create `desired` or bring the existing object back to it."""
+async def ensure(
+    client: KubeClient, ref: ResourceRef, desired: dict[str, Any]
+) -> tuple[Outcome, dict[str, Any]]:
+    """Create `desired` or bring the existing object back to it; returns the object as stored, so that
+    callers observe it without another read."""
     meta = desired["metadata"]
     path = ref.path(meta["namespace"], meta["name"])
     actual = await client.get(path)
     if actual is None:
         try:
-            await client.create(ref.path(meta["namespace"]), desired)
-            return Outcome.CREATED
+            return Outcome.CREATED, await client.create(ref.path(meta["namespace"]), desired)
         except ApiError as err:
             if err.status != 409:
                 raise
             actual = await client.get(path) or {}  # created concurrently: compare with that one
     patch = drift_patch(desired, actual)
     if not patch:
-        return Outcome.UNCHANGED
-    await client.patch(path, patch, JSON_PATCH)
-    return Outcome.RESTORED
+        return Outcome.UNCHANGED, actual
+    return Outcome.RESTORED, await client.patch(path, patch, JSON_PATCH)
 
 
 def drift_patch(desired: dict[str, Any], actual: dict[str, Any]) -> list[dict[str, Any]]:

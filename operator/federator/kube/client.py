@@ -7,6 +7,7 @@ import base64
 import os
 import ssl
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,9 +52,15 @@ SECRETS = ResourceRef("v1", "secrets")
 
 
 class KubeClient:
+    # A served resource stays served for as long as its operator is installed: a minute's cache spares
+    # every reconciliation pass a discovery request. "Not served" is never cached, so installing the
+    # operator is noticed at the next retry.
+    DISCOVERY_TTL_SECONDS = 60.0
+
     def __init__(self, server: str, session: aiohttp.ClientSession) -> None:
         self._server = server.rstrip("/")
         self._session = session
+        self._served: dict[tuple[str, str], float] = {}
 
     @classmethod
     def from_connection_info(cls, info: kopf.ConnectionInfo) -> KubeClient:
@@ -100,13 +107,19 @@ class KubeClient:
 
     async def serves(self, api_version: str, plural: str) -> bool:
         """Whether the cluster serves the resource (e.g. a Spark operator's CRD is installed)."""
+        since = self._served.get((api_version, plural))
+        if since is not None and time.monotonic() - since < self.DISCOVERY_TTL_SECONDS:
+            return True
         try:
             listing = await self._request("GET", f"/apis/{api_version}")
+            served = any(r.get("name") == plural for r in listing.get("resources", []))
         except ApiError as err:
-            if err.status == 404:
-                return False
-            raise
-        return any(r.get("name") == plural for r in listing.get("resources", []))
+            if err.status != 404:
+                raise
+            served = False
+        if served:
+            self._served[(api_version, plural)] = time.monotonic()
+        return served
 
     async def _request(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from federator import reasons
 from federator.api.base import API_VERSION, FedModel
 from federator.api.replicationtask import Endpoint, ReplicationTaskSpec, SparkResources
 from federator.planning.errors import PlanningError
@@ -179,13 +180,13 @@ def _refuse_local_only(spec: ReplicationTaskSpec) -> None:
     for path, model in _connections(spec):
         if getattr(model, "emulator", None) is not None:
             raise PlanningError(
-                "EmulatorOnlyInLocalMode",
+                reasons.EMULATOR_ONLY_IN_LOCAL_MODE,
                 f"{path} points at the built-in emulator, which exists only in local mode (`federator run`); "
                 "use secretRef or workloadIdentity in a cluster",
             )
         if getattr(model, "failover_group_ref", None) is not None:
             raise PlanningError(
-                "FailoverGroupFollowingNotAvailable",
+                reasons.FAILOVER_GROUP_FOLLOWING_NOT_AVAILABLE,
                 f"{path} follows a FailoverGroup; following a failover is not available in this release yet",
             )
 

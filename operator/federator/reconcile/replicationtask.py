@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from federator import reasons
 from federator.api.kinds import REPLICATION_TASK
 from federator.api.replicationtask import ReplicationTaskSpec
 from federator.apply.children import Outcome, ensure
@@ -89,7 +90,7 @@ async def _pass(client: KubeClient, settings: OperatorSettings, body: dict[str, 
     meta, spec_raw = body["metadata"], body.get("spec") or {}
     problems = semantic_problems(REPLICATION_TASK, spec_raw)
     if problems:
-        return Findings(cond.stalled("InvalidSpec", "; ".join(str(p) for p in problems)))
+        return Findings(cond.stalled(reasons.INVALID_SPEC, "; ".join(str(p) for p in problems)))
     spec = ReplicationTaskSpec.model_validate(spec_raw)
     try:
         plan = plan_replication_task(
@@ -108,11 +109,11 @@ async def _pass(client: KubeClient, settings: OperatorSettings, body: dict[str, 
     launcher = LAUNCHERS[plan.launcher]
     app_ref = ResourceRef(launcher.API_VERSION, launcher.PLURAL)
     notes = []
-    if await ensure(client, CONFIGMAPS, plan.config_map) is Outcome.RESTORED:
+    if (await ensure(client, CONFIGMAPS, plan.config_map))[0] is Outcome.RESTORED:
         notes.append(
             Note("Warning", "DriftCorrected", f"ConfigMap {plan.spark_app.config_map} was changed; restored")
         )
-    outcome = await ensure(client, app_ref, render_spark_application(plan.launcher, plan.spark_app))
+    outcome, app = await ensure(client, app_ref, render_spark_application(plan.launcher, plan.spark_app))
     if outcome is Outcome.CREATED:
         notes.append(
             Note("Normal", "SparkApplicationCreated", f"{launcher.KIND} {plan.spark_app.name} created")
@@ -125,7 +126,6 @@ async def _pass(client: KubeClient, settings: OperatorSettings, body: dict[str, 
                 f"{launcher.KIND} {plan.spark_app.name} was changed or lost; restored",
             )
         )
-    app = await client.get(app_ref.path(meta["namespace"], plan.spark_app.name))
     observation = observe(launcher.API_VERSION, app)
     result = _from_observation(observation, plan.spark_app.name)
     result.notes[:0] = notes
@@ -149,19 +149,25 @@ async def _preconditions(
             message = (
                 f"Secret {namespace}/{binding.secret_name} does not exist; create it with key {binding.key!r}"
             )
-            return Findings(cond.stalled("SecretNotFound", message), retry_after=settings.retry_seconds)
+            return Findings(
+                cond.stalled(reasons.SECRET_NOT_FOUND, message), retry_after=settings.retry_seconds
+            )
         if binding.key not in (secret.get("data") or {}) and binding.key not in (
             secret.get("stringData") or {}
         ):
             message = f"Secret {namespace}/{binding.secret_name} has no key {binding.key!r}"
-            return Findings(cond.stalled("SecretKeyNotFound", message), retry_after=settings.retry_seconds)
+            return Findings(
+                cond.stalled(reasons.SECRET_KEY_NOT_FOUND, message), retry_after=settings.retry_seconds
+            )
     launcher = LAUNCHERS[plan.launcher]
     if not await client.serves(launcher.API_VERSION, launcher.PLURAL):
         message = (
             f"the cluster does not serve {launcher.API_VERSION} {launcher.PLURAL}: install the "
             f"{plan.launcher} Spark operator, or choose the other launcher (spec.runtime.launcher)"
         )
-        return Findings(cond.stalled("LauncherNotInstalled", message), retry_after=settings.retry_seconds)
+        return Findings(
+            cond.stalled(reasons.LAUNCHER_NOT_INSTALLED, message), retry_after=settings.retry_seconds
+        )
     return None
 
 
@@ -175,17 +181,17 @@ def _from_observation(observation: SparkObservation, name: str) -> Findings:
     )
     match observation.phase:
         case "Running":
-            updates = cond.ready("Running", detail)
+            updates = cond.ready(reasons.RUNNING, detail)
         case "Failed":
-            updates = cond.stalled("SparkApplicationFailed", detail)
+            updates = cond.stalled(reasons.SPARK_APPLICATION_FAILED, detail)
         case "Restarting":
-            updates = cond.reconciling("SparkApplicationRestarting", detail)
+            updates = cond.reconciling(reasons.SPARK_APPLICATION_RESTARTING, detail)
         case "Stopped":
-            updates = cond.reconciling("SparkApplicationStopped", detail)
+            updates = cond.reconciling(reasons.SPARK_APPLICATION_STOPPED, detail)
         case "Unknown":
-            updates = cond.reconciling("SparkApplicationStateUnknown", detail)
+            updates = cond.reconciling(reasons.SPARK_APPLICATION_STATE_UNKNOWN, detail)
         case _:
-            updates = cond.reconciling("SparkApplicationPending", detail)
+            updates = cond.reconciling(reasons.SPARK_APPLICATION_PENDING, detail)
     return Findings([*updates, running])
 
 

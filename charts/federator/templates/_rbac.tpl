@@ -1,0 +1,46 @@
+{{/*
+The operator's permissions in a watched namespace, derived from what its handlers do; nothing else.
+*/}}
+{{- define "federator.namespacedRules" -}}
+# Reconciled kinds: read and watch, patch metadata (kopf finalizers and annotations).
+- apiGroups: [federator.io]
+  resources: [replicationtasks, servicebusmirrors, failovergroups]
+  verbs: [get, list, watch, patch]
+# ServiceBusMirrors own the ReplicationTasks they generate.
+- apiGroups: [federator.io]
+  resources: [replicationtasks]
+  verbs: [create, delete]
+- apiGroups: [federator.io]
+  resources: [replicationtasks/status, servicebusmirrors/status, failovergroups/status]
+  verbs: [get, patch]
+{{- if .Values.rbac.ownerReferencesPermissionEnforcement }}
+- apiGroups: [federator.io]
+  resources: [replicationtasks/finalizers, servicebusmirrors/finalizers, failovergroups/finalizers]
+  verbs: [update]
+{{- end }}
+# Task configuration and FailoverGroup endpoint ConfigMaps.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, create, patch, delete]
+# The Spark applications of ReplicationTasks, for either launcher.
+- apiGroups: [sparkoperator.k8s.io, spark.apache.org]
+  resources: [sparkapplications]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+# Connection strings referenced by specs: read one by name, never list or watch.
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
+{{- end -}}
+
+{{/* What the Spark driver needs in its namespace to run executors. */}}
+{{- define "federator.sparkRules" -}}
+- apiGroups: [""]
+  resources: [pods, services, configmaps, persistentvolumeclaims]
+  verbs: [create, get, list, watch, delete, patch]
+{{- end -}}

@@ -1,0 +1,87 @@
+"""CBS security: SAS tokens are verified (key, expiry, audience) and refusals reach the SDK."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from azure.core.credentials import AzureSasCredential
+from azure.eventhub import EventHubProducerClient
+from azure.eventhub.exceptions import AuthenticationError
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus.exceptions import ServiceBusAuthenticationError
+
+from federator_emulator import auth
+
+pytestmark = pytest.mark.timeout(60)
+
+KEYS = {"RootManageSharedAccessKey": "SAS_KEY_VALUE"}
+RESOURCE = "sb://localhost:5672/hub1"
+
+
+def test_token_signed_with_the_key_grants_its_audience():
+    token = auth.generate_sas_token(
+        RESOURCE, "RootManageSharedAccessKey", "SAS_KEY_VALUE", int(time.time()) + 60
+    )
+    grant = auth.verify_sas_token(token, "sb://localhost:5672/hub1/consumergroups/$default", KEYS)
+    assert grant.path == "hub1/consumergroups/$default"
+
+
+@pytest.mark.parametrize(
+    ("key_name", "key", "expiry_offset", "audience", "reason"),
+    [
+        ("RootManageSharedAccessKey", "wrong", 60, RESOURCE, "signature"),
+        ("nobody", "SAS_KEY_VALUE", 60, RESOURCE, "unknown SAS key"),
+        ("RootManageSharedAccessKey", "SAS_KEY_VALUE", -1, RESOURCE, "expired"),
+        ("RootManageSharedAccessKey", "SAS_KEY_VALUE", 60, "sb://localhost:5672/other", "does not cover"),
+    ],
+)
+def test_bad_tokens_are_refused(key_name, key, expiry_offset, audience, reason):
+    token = auth.generate_sas_token(RESOURCE, key_name, key, int(time.time()) + expiry_offset)
+    with pytest.raises(auth.AuthError, match=reason):
+        auth.verify_sas_token(token, audience, KEYS)
+
+
+def test_grant_for_a_hub_does_not_cover_a_sibling_with_the_same_prefix():
+    grants = auth.ConnectionGrants()
+    grants.add(auth.Grant(path="hub1", expires_at=time.time() + 60))
+    assert grants.allows("amqps://localhost:5672/hub1/ConsumerGroups/$Default/Partitions/0")
+    assert not grants.allows("amqps://localhost:5672/hub10")
+
+
+def wrong_key(connection_string: str) -> str:
+    return connection_string.replace("SharedAccessKey=SAS_KEY_VALUE", "SharedAccessKey=not-the-key")
+
+
+def test_event_hubs_client_with_a_wrong_key_gets_an_auth_error(cs):
+    with (
+        EventHubProducerClient.from_connection_string(
+            wrong_key(cs), eventhub_name="hub1", retry_total=0
+        ) as producer,
+        pytest.raises(AuthenticationError),
+    ):
+        producer.get_partition_ids()
+
+
+def test_service_bus_client_with_a_wrong_key_gets_an_auth_error(cs):
+    client = ServiceBusClient.from_connection_string(wrong_key(cs), retry_total=0)
+    with client, pytest.raises(ServiceBusAuthenticationError), client.get_queue_sender("q1") as sender:
+        sender.send_messages(ServiceBusMessage("x"))
+
+
+def test_expired_sas_credential_is_refused(emulator):
+    endpoint = emulator.namespace()
+    resource = f"sb://localhost:{endpoint.amqp_port}/hub1"
+    expired = auth.generate_sas_token(
+        resource, "RootManageSharedAccessKey", "SAS_KEY_VALUE", int(time.time()) - 10
+    )
+    producer = EventHubProducerClient(
+        f"localhost:{endpoint.amqp_port}", "hub1", AzureSasCredential(expired), use_tls=False, retry_total=0
+    )
+    with producer, pytest.raises(AuthenticationError):
+        producer.get_partition_ids()
+
+
+def test_valid_key_is_accepted(cs):
+    with EventHubProducerClient.from_connection_string(cs, eventhub_name="hub1") as producer:
+        assert producer.get_partition_ids() == ["0", "1"]
