@@ -90,8 +90,16 @@ def test_render_explains_what_cannot_run_in_a_cluster() -> None:
     assert "EmulatorOnlyInLocalMode" in result.stderr
 
 
-def test_render_says_mirrors_are_not_planned_yet() -> None:
+def test_render_prints_a_mirrors_tasks_and_its_service_bus_plan_as_comments() -> None:
     result = runner.invoke(app, ["render", "-f", str(ROOT / "examples" / "sb-all-active-cluster.yaml")])
+    assert result.exit_code == 0, result.stderr
+    objects = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert sorted(o["metadata"]["name"] for o in objects) == ["payments-neu-weu", "payments-weu-neu"]
+    assert "#       sqlFilter: replication IS NULL" in result.stdout
+
+
+def test_render_says_failover_groups_are_not_planned_yet() -> None:
+    result = runner.invoke(app, ["render", "-f", str(ROOT / "examples" / "failover-group.yaml")])
     assert result.exit_code == 1
     assert "not built yet" in result.stderr
 

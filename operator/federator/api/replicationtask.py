@@ -158,6 +158,11 @@ class Endpoint(FedModel):
     """A Service Bus queue or topic."""
     postgres: PostgresTarget | None = None
     """A PostgreSQL table."""
+    set_properties: (
+        Annotated[dict[str, Annotated[str, StringConstraints(max_length=1024)]], Field(max_length=32)] | None
+    ) = None
+    """Properties stamped on every event written here (after routing), e.g. a marker that the event
+    went this way."""
 
 
 class Target(Endpoint):

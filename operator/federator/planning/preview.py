@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from federator.api.replicationtask import ReplicationTaskSpec
+from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.planning.errors import PlanningError
 from federator.planning.launchers import render_spark_application
+from federator.planning.mirror import plan_mirror
 from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
 from federator.validation import validate_object
@@ -20,6 +22,8 @@ class Preview:
 
     label: str
     objects: list[dict[str, Any]] = field(default_factory=list)
+    provisioning: dict[str, Any] | None = None
+    """What is provisioned outside Kubernetes (Service Bus subscriptions, rules, queues)."""
     reason: str | None = None
     message: str | None = None
 
@@ -29,7 +33,7 @@ class Preview:
 
 
 # Kinds whose planning later issues add; until then the preview says so instead of guessing.
-NOT_YET_PLANNED = {"ServiceBusMirror": "issue #6", "FailoverGroup": "issue #6"}
+NOT_YET_PLANNED = {"FailoverGroup": "issue #6"}
 
 
 def preview_document(doc: Document, settings: OperatorSettings) -> Preview | None:
@@ -48,6 +52,14 @@ def preview_document(doc: Document, settings: OperatorSettings) -> Preview | Non
             message=f"planning {kind.kind} is not built yet ({NOT_YET_PLANNED[kind.kind]})",
         )
     meta = doc.body["metadata"]
+    if kind.kind == "ServiceBusMirror":
+        mirror = plan_mirror(
+            name=meta["name"],
+            namespace=meta.get("namespace", "default"),
+            spec=ServiceBusMirrorSpec.model_validate(doc.body["spec"]),
+            uid=meta.get("uid"),
+        )
+        return Preview(doc.label, mirror.tasks, provisioning=mirror.provisioning())
     spec = ReplicationTaskSpec.model_validate(doc.body["spec"])
     try:
         plan = plan_replication_task(
