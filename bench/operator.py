@@ -11,13 +11,11 @@ same 200 creates with no operator (the API server's own cost). Final line: JSON.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import resource
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -29,6 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the faithful fake API server lives with the test support
 
+from support.kopf_runner import running_operator  # noqa: E402
 from support.kube import KubeServer  # noqa: E402
 from support.kubeapi import FaithfulKubernetesEmulator  # noqa: E402
 from support.resources import declare_all  # noqa: E402
@@ -120,7 +119,6 @@ def baseline(count: int) -> float:
 
 def run(count: int) -> dict[str, Any]:
     import federator.handlers  # noqa: F401 — registers the handlers
-    from federator import metrics
     from federator.settings import OperatorSettings
 
     server = ApiServer()
@@ -138,71 +136,57 @@ def run(count: int) -> dict[str, Any]:
         )
     )
     os.environ["KUBECONFIG"] = str(kubeconfig)
-    settings = kopf.OperatorSettings()
-    settings.scanning.disabled = True
-    settings.process.ultimate_exiting_timeout = None
-    stop, ready = threading.Event(), threading.Event()
     memo: Any = kopf.Memo(federator=OperatorSettings(observe_interval_seconds=60), serve_metrics=False)
     rss_before = rss_mb()
-    thread = threading.Thread(
-        target=asyncio.run,
-        args=(
-            kopf.operator(
-                settings=settings,
-                standalone=True,
-                namespaces=[NS],
-                stop_flag=stop,
-                ready_flag=ready,
-                memo=memo,
-            ),
-        ),
-    )
-    thread.start()
     try:
-        assert ready.wait(30), "operator did not start"
-        created: dict[str, float] = {}
-        started = time.monotonic()
-        for i in range(count):
-            created[f"task-{i:04d}"] = time.monotonic()
-            server.request("POST", RT, task(i))
-        done: dict[str, float] = {}
-        deadline = started + 120
-        while len(done) < count and time.monotonic() < deadline:
-            apps = {a["metadata"]["name"] for a in server.request("GET", APPS)["items"]}
-            for item in server.request("GET", RT)["items"]:
-                name = item["metadata"]["name"]
-                types = {c["type"]: c["status"] for c in (item.get("status") or {}).get("conditions", [])}
-                if (
-                    name not in done
-                    and name in apps
-                    and (types.get("Ready") == "True" or types.get("Reconciling") == "True")
-                ):
-                    done[name] = time.monotonic()
-            time.sleep(0.2)
-        total = max(done.values()) - started if done else float("nan")
-        latencies = [done[n] - created[n] for n in done]
-        passes = metrics.REGISTRY.get_sample_value(
-            "federator_reconcile_duration_seconds_count", {"kind": "ReplicationTask"}
-        )
-        pass_sum = metrics.REGISTRY.get_sample_value(
-            "federator_reconcile_duration_seconds_sum", {"kind": "ReplicationTask"}
-        )
-        return {
-            "tasks": count,
-            "ready_tasks": len(done),
-            "all_ready_seconds": round(total, 2),
-            "latency_p50_seconds": round(percentile(latencies, 0.5), 3),
-            "latency_p99_seconds": round(percentile(latencies, 0.99), 3),
-            "reconcile_passes": int(passes or 0),
-            "reconcile_mean_seconds": round((pass_sum or 0) / (passes or 1), 4),
-            "rss_mb_process": round(rss_mb(), 1),
-            "rss_mb_before_operator": round(rss_before, 1),
-        }
+        with running_operator(namespaces=[NS], memo=memo, ready_timeout=30):
+            return measure(server, count, rss_before)
     finally:
-        stop.set()
-        thread.join(30)
         server.stop()
         kubeconfig.unlink(missing_ok=True)
+
+
+def measure(server: ApiServer, count: int, rss_before: float) -> dict[str, Any]:
+    from federator import metrics
+
+    created: dict[str, float] = {}
+    started = time.monotonic()
+    for i in range(count):
+        created[f"task-{i:04d}"] = time.monotonic()
+        server.request("POST", RT, task(i))
+    done: dict[str, float] = {}
+    deadline = started + 120
+    while len(done) < count and time.monotonic() < deadline:
+        apps = {a["metadata"]["name"] for a in server.request("GET", APPS)["items"]}
+        for item in server.request("GET", RT)["items"]:
+            name = item["metadata"]["name"]
+            types = {c["type"]: c["status"] for c in (item.get("status") or {}).get("conditions", [])}
+            if (
+                name not in done
+                and name in apps
+                and (types.get("Ready") == "True" or types.get("Reconciling") == "True")
+            ):
+                done[name] = time.monotonic()
+        time.sleep(0.2)
+    total = max(done.values()) - started if done else float("nan")
+    latencies = [done[n] - created[n] for n in done]
+    passes = metrics.REGISTRY.get_sample_value(
+        "federator_reconcile_duration_seconds_count", {"kind": "ReplicationTask"}
+    )
+    pass_sum = metrics.REGISTRY.get_sample_value(
+        "federator_reconcile_duration_seconds_sum", {"kind": "ReplicationTask"}
+    )
+    return {
+        "tasks": count,
+        "ready_tasks": len(done),
+        "all_ready_seconds": round(total, 2),
+        "latency_p50_seconds": round(percentile(latencies, 0.5), 3),
+        "latency_p99_seconds": round(percentile(latencies, 0.99), 3),
+        "reconcile_passes": int(passes or 0),
+        "reconcile_mean_seconds": round((pass_sum or 0) / (passes or 1), 4),
+        "rss_mb_process": round(rss_mb(), 1),
+        "rss_mb_before_operator": round(rss_before, 1),
+    }
 
 
 def main() -> None:

@@ -18,8 +18,12 @@ JSON_PATCH = "application/json-patch+json"
 
 
 def task(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "federator.io/v1alpha1", "kind": "ReplicationTask", "metadata": {"name": name},
-            "spec": spec or {"paused": False}}
+    return {
+        "apiVersion": "federator.io/v1alpha1",
+        "kind": "ReplicationTask",
+        "metadata": {"name": name},
+        "spec": spec or {"paused": False},
+    }
 
 
 def create(kube: KubeServer, name: str, **spec: Any) -> dict[str, Any]:
@@ -99,8 +103,10 @@ def test_create_conflict_is_409(kube: KubeServer) -> None:
 def test_stale_json_patch_test_is_422(kube: KubeServer) -> None:
     obj = create(kube, "a")
     kube.request("PATCH", f"{RT}/a", {"metadata": {"labels": {"x": "1"}}}, MERGE)
-    stale = [{"op": "test", "path": "/metadata/resourceVersion", "value": obj["metadata"]["resourceVersion"]},
-             {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}]
+    stale = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": obj["metadata"]["resourceVersion"]},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["f"]},
+    ]
     status, body = kube.request("PATCH", f"{RT}/a", stale, JSON_PATCH)
     assert (status, body["reason"]) == (422, "Invalid")
     _, fresh = kube.request("GET", f"{RT}/a")
@@ -117,12 +123,19 @@ def test_stale_resource_version_in_merge_patch_is_409(kube: KubeServer) -> None:
     assert status == 409
 
 
-@pytest.mark.parametrize(("body", "ctype", "code"), [
-    ({"spec": {"paused": True}}, JSON_PATCH, 400),  # the kubernetes_asyncio content-type bug
-    ([{"op": "add", "path": "/spec/x", "value": 1}], MERGE, 400),
-    ({"spec": {"paused": True}}, "application/strategic-merge-patch+json", 415),  # not for custom resources
-    ({"spec": {"paused": True}}, "application/json", 415),
-])
+@pytest.mark.parametrize(
+    ("body", "ctype", "code"),
+    [
+        ({"spec": {"paused": True}}, JSON_PATCH, 400),  # the kubernetes_asyncio content-type bug
+        ([{"op": "add", "path": "/spec/x", "value": 1}], MERGE, 400),
+        (
+            {"spec": {"paused": True}},
+            "application/strategic-merge-patch+json",
+            415,
+        ),  # not for custom resources
+        ({"spec": {"paused": True}}, "application/json", 415),
+    ],
+)
 def test_patch_body_must_match_its_content_type(kube: KubeServer, body: Any, ctype: str, code: int) -> None:
     create(kube, "a")
     status, _ = kube.request("PATCH", f"{RT}/a", body, ctype)

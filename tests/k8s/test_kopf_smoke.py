@@ -6,29 +6,17 @@ kopf runs in its own thread and event loop, as the operator tests will (docs/tes
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import time
 from collections import Counter
 from typing import Any
 
 import kopf
 
+from support.kopf_runner import running_operator
 from support.kube import KubeServer
 from support.polling import eventually
 
 RT = "/apis/federator.io/v1alpha1/namespaces/default/replicationtasks"
-
-
-def settings() -> kopf.OperatorSettings:
-    s = kopf.OperatorSettings()
-    s.scanning.disabled = True
-    s.peering.standalone = True
-    s.watching.server_timeout = 10
-    s.watching.client_timeout = 15
-    s.execution.default_backoff = 0.5
-    s.process.ultimate_exiting_timeout = None
-    return s
 
 
 def test_create_handler_runs_exactly_once_per_object(kube: KubeServer) -> None:
@@ -54,24 +42,7 @@ def test_create_handler_runs_exactly_once_per_object(kube: KubeServer) -> None:
         }
 
     kube.request("POST", RT, spec("before"))  # exists when the operator starts
-    stop, ready = threading.Event(), threading.Event()
-    operator = threading.Thread(
-        target=asyncio.run,
-        name="kopf",
-        args=(
-            kopf.operator(
-                registry=registry,
-                settings=settings(),
-                standalone=True,
-                namespaces=["default"],
-                stop_flag=stop,
-                ready_flag=ready,
-            ),
-        ),
-    )
-    operator.start()
-    try:
-        assert ready.wait(10), "kopf did not become ready"
+    with running_operator(registry=registry):
         kube.request("POST", RT, spec("during-1"))
         kube.request("POST", RT, spec("during-2"))
 
@@ -89,7 +60,3 @@ def test_create_handler_runs_exactly_once_per_object(kube: KubeServer) -> None:
             "during-2",
         ]
         assert kube.server_errors() == []
-    finally:
-        stop.set()
-        operator.join(15)
-    assert not operator.is_alive(), "kopf did not stop"

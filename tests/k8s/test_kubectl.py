@@ -14,8 +14,13 @@ from support.kube import KubeServer, Runner
 from support.resources import ROOT
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
-SHORT = {"ReplicationTask": "rt", "ServiceBusMirror": "sbm", "FailoverGroup": "fg", "Secret": "secret",
-         "ConfigMap": "configmap"}
+SHORT = {
+    "ReplicationTask": "rt",
+    "ServiceBusMirror": "sbm",
+    "FailoverGroup": "fg",
+    "Secret": "secret",
+    "ConfigMap": "configmap",
+}
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -31,8 +36,11 @@ def test_apply_crds(kubectl: Runner) -> None:
     ]
     crds = json.loads(kubectl("get", "crd", "-o", "json").stdout)
     assert crds["kind"] == "List"
-    assert {c["spec"]["names"]["kind"] for c in crds["items"]} == {"ReplicationTask", "ServiceBusMirror",
-                                                                   "FailoverGroup"}
+    assert {c["spec"]["names"]["kind"] for c in crds["items"]} == {
+        "ReplicationTask",
+        "ServiceBusMirror",
+        "FailoverGroup",
+    }
     again = kubectl("apply", "-f", "crds/")
     assert again.stdout.count("unchanged") == 3
 
@@ -44,8 +52,9 @@ def test_apply_example_creates_every_document(kubectl: Runner, example: Path) ->
     assert done.stdout.count(" created") == len(docs), done.stdout
     for doc in docs:
         namespace = doc["metadata"].get("namespace", "default")
-        got = json.loads(kubectl("get", SHORT[doc["kind"]], doc["metadata"]["name"], "-n", namespace,
-                                 "-o", "json").stdout)
+        got = json.loads(
+            kubectl("get", SHORT[doc["kind"]], doc["metadata"]["name"], "-n", namespace, "-o", "json").stdout
+        )
         assert (got["kind"], got["metadata"]["namespace"]) == (doc["kind"], namespace)
         assert got.get("spec") == doc.get("spec")
 
@@ -68,10 +77,22 @@ def test_get_table_shows_client_side_columns_only(kubectl: Runner) -> None:
 
 def test_patch_status_subresource_and_read_it_back(kubectl: Runner, kube: KubeServer) -> None:
     kubectl("apply", "-f", "examples/eh-replication.yaml")
-    condition = {"type": "Ready", "status": "True", "reason": "Running", "message": "ok",
-                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
-    kubectl("patch", "rt", "orders-replication", "--subresource=status", "--type=merge",
-            "-p", json.dumps({"status": {"conditions": [condition]}}))
+    condition = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Running",
+        "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    kubectl(
+        "patch",
+        "rt",
+        "orders-replication",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": {"conditions": [condition]}}),
+    )
     got = kubectl("get", "rt", "orders-replication", "-o", "jsonpath={.status.conditions[0].type}")
     assert got.stdout == "Ready"
     # ...and the main endpoint cannot overwrite it, as on a real API server.
@@ -83,8 +104,13 @@ def test_patch_status_subresource_and_read_it_back(kubectl: Runner, kube: KubeSe
 def test_kubectl_wait_sees_a_condition_set_later(kubectl: Runner, kube: KubeServer) -> None:
     kubectl("apply", "-f", "examples/eh-replication.yaml")
     path = "/apis/federator.io/v1alpha1/namespaces/default/replicationtasks/orders-replication/status"
-    condition = {"type": "Ready", "status": "True", "reason": "Running", "message": "",
-                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    condition = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Running",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
     kube.request("PATCH", path, {"status": {"conditions": [condition]}}, "application/merge-patch+json")
     done = kubectl("wait", "rt/orders-replication", "--for=condition=Ready", "--timeout=10s")
     assert "condition met" in done.stdout

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,19 +10,10 @@ import kopf
 import pytest
 
 from federator.settings import OperatorSettings
+from support.kopf_runner import running_operator
 from support.kube import KubeServer
 
 NS = "default"
-
-
-def _kopf_settings() -> kopf.OperatorSettings:
-    s = kopf.OperatorSettings()
-    s.scanning.disabled = True
-    s.watching.server_timeout = 10
-    s.watching.client_timeout = 15
-    s.execution.default_backoff = 0.5
-    s.process.ultimate_exiting_timeout = None
-    return s
 
 
 @pytest.fixture
@@ -41,27 +30,6 @@ def federator_operator(
     import federator.handlers  # noqa: F401 — registers the handlers
 
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    stop, ready = threading.Event(), threading.Event()
     memo: Any = kopf.Memo(federator=operator_settings, serve_metrics=False)
-    thread = threading.Thread(
-        target=asyncio.run,
-        name="federator-operator",
-        args=(
-            kopf.operator(
-                settings=_kopf_settings(),
-                standalone=True,
-                namespaces=[NS],
-                stop_flag=stop,
-                ready_flag=ready,
-                memo=memo,
-            ),
-        ),
-    )
-    thread.start()
-    try:
-        assert ready.wait(15), "the operator did not become ready"
+    with running_operator(namespaces=[NS], memo=memo):
         yield kube
-    finally:
-        stop.set()
-        thread.join(20)
-    assert not thread.is_alive(), "the operator did not stop"

@@ -36,8 +36,16 @@ import yaml
 from .kubeapi import FaithfulKubernetesEmulator
 from .resources import ROOT, declare_all
 
-__all__ = ["FaithfulKubernetesEmulator", "K8sTools", "KubeServer", "helm", "k8s_tools", "kube", "kubeconfig",
-           "kubectl"]
+__all__ = [
+    "FaithfulKubernetesEmulator",
+    "K8sTools",
+    "KubeServer",
+    "helm",
+    "k8s_tools",
+    "kube",
+    "kubeconfig",
+    "kubectl",
+]
 
 T = TypeVar("T")
 TOOLS_BIN = ROOT / ".tools" / "bin"
@@ -45,8 +53,9 @@ INSTALLER = ROOT / "tools" / "install-k8s-tools"
 
 
 class Runner(Protocol):
-    def __call__(self, *args: str, input: str | None = None, check: bool = True,
-                 timeout: float = 30) -> subprocess.CompletedProcess[str]: ...
+    def __call__(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 30
+    ) -> subprocess.CompletedProcess[str]: ...
 
 
 @dataclass(frozen=True)
@@ -100,12 +109,17 @@ class KubeServer:
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=10)
 
-    def request(self, method: str, path: str, body: Any = None,
-                content_type: str = "application/json") -> tuple[int, Any]:
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         """One HTTP call to the API; returns (status, decoded JSON body). Never raises on 4xx/5xx."""
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method.upper(),
-                                     headers={"Content-Type": content_type, "Accept": "application/json"})
+        req = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method.upper(),
+            headers={"Content-Type": content_type, "Accept": "application/json"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 return resp.status, json.loads(resp.read() or b"null")
@@ -142,25 +156,40 @@ def kube() -> Iterator[KubeServer]:
 @pytest.fixture
 def kubeconfig(kube: KubeServer, tmp_path: Path) -> Path:
     path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "kmock", "preferences": {},
-        "clusters": [{"name": "kmock", "cluster": {"server": kube.url}}],
-        "users": [{"name": "kmock", "user": {"token": "kmock"}}],
-        "contexts": [{"name": "kmock",
-                      "context": {"cluster": "kmock", "user": "kmock", "namespace": "default"}}],
-    }), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "kmock",
+                "preferences": {},
+                "clusters": [{"name": "kmock", "cluster": {"server": kube.url}}],
+                "users": [{"name": "kmock", "user": {"token": "kmock"}}],
+                "contexts": [
+                    {
+                        "name": "kmock",
+                        "context": {"cluster": "kmock", "user": "kmock", "namespace": "default"},
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
 def _runner(binary: Path, env: dict[str, str], cwd: Path, fix: Callable[[list[str]], list[str]]) -> Runner:
-    def run(*args: str, input: str | None = None, check: bool = True,
-            timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, input: str | None = None, check: bool = True, timeout: float = 30
+    ) -> subprocess.CompletedProcess[str]:
         argv = [str(binary), *fix(list(args))]
-        done = subprocess.run(argv, input=input, capture_output=True, text=True, env=env, cwd=cwd,
-                              timeout=timeout)
+        done = subprocess.run(
+            argv, input=input, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout
+        )
         if check and done.returncode != 0:
             raise AssertionError(f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
         return done
+
     return run
 
 
@@ -176,16 +205,25 @@ def _no_validation(args: list[str]) -> list[str]:
 def kubectl(kubeconfig: Path, k8s_tools: K8sTools, tmp_path: Path) -> Runner:
     home = tmp_path / "kubectl-home"  # kubectl's discovery cache goes here, never to the real ~/.kube
     home.mkdir()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "KUBECONFIG": str(kubeconfig),
-           # kubectl 1.37 watches with WatchList (sendInitialEvents) by default; plain watches are simpler.
-           "KUBE_FEATURE_WatchListClient": "false"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "KUBECONFIG": str(kubeconfig),
+        # kubectl 1.37 watches with WatchList (sendInitialEvents) by default; plain watches are simpler.
+        "KUBE_FEATURE_WatchListClient": "false",
+    }
     return _runner(k8s_tools.kubectl, env, ROOT, _no_validation)
 
 
 @pytest.fixture
 def helm(k8s_tools: K8sTools, tmp_path: Path) -> Runner:
     home = tmp_path / "helm-home"
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
-           "HELM_DATA_HOME": str(home / "data"), "KUBECONFIG": str(home / "no-kubeconfig")}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+        "KUBECONFIG": str(home / "no-kubeconfig"),
+    }
     return _runner(k8s_tools.helm, env, ROOT, lambda args: args)

@@ -41,8 +41,16 @@ _JSON_PATCH = "application/json-patch+json"
 _DICT_PATCHES = {"application/merge-patch+json", "application/apply-patch+yaml"}
 _STRATEGIC = "application/strategic-merge-patch+json"
 # Set by the API server only; a patch or a create body cannot change them.
-_SYSTEM_FIELDS = ("uid", "creationTimestamp", "generation", "resourceVersion", "deletionTimestamp",
-                  "deletionGracePeriodSeconds", "name", "namespace")
+_SYSTEM_FIELDS = (
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "resourceVersion",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "name",
+    "namespace",
+)
 
 
 def _builtin_resources() -> frozenset[Resource]:
@@ -81,7 +89,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         super().__attrs_post_init__()
         # kmock streams watches as application/octet-stream, which kubectl refuses ("no stream
         # serializers registered"). Re-register the watch reaction above the parent's, with a JSON type.
-        (self.fallback ** 1)[enums.action.WATCH] << {"Content-Type": "application/json"} << self._serve_watch
+        (self.fallback**1)[enums.action.WATCH] << {"Content-Type": "application/json"} << self._serve_watch
 
     @property
     def resource_version(self) -> int:
@@ -170,8 +178,9 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             meta["namespace"] = namespace
         if self._has_status(request.resource):
             obj.pop("status", None)
-        meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1,
-                    resourceVersion=self._next_rv())
+        meta.update(
+            uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1, resourceVersion=self._next_rv()
+        )
         if key in self._objects:
             self._objects[key].create(obj)
         else:
@@ -183,8 +192,9 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         assert request.resource is not None
         ctype, body = _content_type(request), request.data
         if ctype == _STRATEGIC and request.resource not in _BUILTIN:
-            raise _error(415, "UnsupportedMediaType",
-                         "strategic merge patch is not supported for custom resources")
+            raise _error(
+                415, "UnsupportedMediaType", "strategic merge patch is not supported for custom resources"
+            )
         if ctype == _JSON_PATCH and isinstance(body, list):
             return body
         if (ctype in _DICT_PATCHES or ctype == _STRATEGIC) and isinstance(body, dict):
@@ -198,8 +208,12 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         if isinstance(patch, dict):
             wanted = patch.get("metadata", {}).get("resourceVersion")
             if wanted is not None and wanted != old["metadata"]["resourceVersion"]:
-                raise _error(409, "Conflict", "the object has been modified; please apply your changes "
-                             "to the latest version and try again")
+                raise _error(
+                    409,
+                    "Conflict",
+                    "the object has been modified; please apply your changes "
+                    "to the latest version and try again",
+                )
         try:
             return copy.deepcopy(dict(dicts.patch_dict(copy.deepcopy(old), patch)))
         except jsonpatch.JsonPatchTestFailed as e:
@@ -231,6 +245,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             if field in old["metadata"]:
                 new["metadata"][field] = old["metadata"][field]
         ignored = {"metadata", "status"} if self._has_status(request.resource) else {"metadata"}
+
         def content(obj: Obj) -> Obj:
             return {k: v for k, v in obj.items() if k not in ignored}
 
@@ -266,8 +281,11 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             return
         meta["resourceVersion"] = self._next_rv()
         if meta.get("finalizers"):
-            meta.update(deletionTimestamp=_now(), deletionGracePeriodSeconds=0,
-                        generation=meta.get("generation", 0) + 1)
+            meta.update(
+                deletionTimestamp=_now(),
+                deletionGracePeriodSeconds=0,
+                generation=meta.get("generation", 0) + 1,
+            )
             stored.history.append(obj)
             await self._emit(request.resource, "MODIFIED", obj)
         else:
@@ -284,9 +302,13 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         except UnsupportedSelector as e:
             raise _error(400, "BadRequest", str(e)) from e
         found = [
-            (namespace or "", name, obj.raw) for (resource, namespace, name), obj in self._objects.items()
-            if resource == request.resource and not obj.deleted
-            and request.namespace in (None, namespace) and request.name in (None, name) and matches(obj.raw)
+            (namespace or "", name, obj.raw)
+            for (resource, namespace, name), obj in self._objects.items()
+            if resource == request.resource
+            and not obj.deleted
+            and request.namespace in (None, namespace)
+            and request.name in (None, name)
+            and matches(obj.raw)
         ]
         return [copy.deepcopy(raw) for _, _, raw in sorted(found, key=lambda t: t[:2])]
 
@@ -315,9 +337,12 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             raise _error(400, "BadRequest", f"invalid resourceVersion {since!r}")
         matches = compile_selectors(request.params)
         return [
-            copy.deepcopy(event) for rv, resource, event in self._journal
-            if rv > int(since) and resource == request.resource and self._watched(request, event) and
-            matches(event["object"])
+            copy.deepcopy(event)
+            for rv, resource, event in self._journal
+            if rv > int(since)
+            and resource == request.resource
+            and self._watched(request, event)
+            and matches(event["object"])
         ]
 
     @staticmethod

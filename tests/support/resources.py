@@ -67,6 +67,10 @@ def declare_all(resources: kmock.ResourcesArray, crd_dir: Path = CRD_DIR) -> Non
         resources[key] = info
     for key, kind in SPARK.items():
         resources[key] = kmock.ResourceInfo(
-            kind=kind, singular=kind.lower(), namespaced=True, verbs=VERBS,
-            shortnames={"sparkapp"}, subresources={"status"},
+            kind=kind,
+            singular=kind.lower(),
+            namespaced=True,
+            verbs=VERBS,
+            shortnames={"sparkapp"},
+            subresources={"status"},
         )

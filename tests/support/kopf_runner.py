@@ -1,0 +1,60 @@
+"""Running kopf in its own thread and event loop against the fake API server (docs/testing.md):
+the server keeps serving while kopf starts and stops, and a test or benchmark drives both."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import kopf
+
+
+def test_settings() -> kopf.OperatorSettings:
+    """Short timeouts and backoffs, no CRD scanning, no peering, no kill timer when embedded."""
+    settings = kopf.OperatorSettings()
+    settings.scanning.disabled = True
+    settings.peering.standalone = True
+    settings.watching.server_timeout = 10
+    settings.watching.client_timeout = 15
+    settings.execution.default_backoff = 0.5
+    settings.process.ultimate_exiting_timeout = None
+    return settings
+
+
+@contextmanager
+def running_operator(
+    *,
+    namespaces: Sequence[str] = ("default",),
+    registry: kopf.OperatorRegistry | None = None,
+    memo: Any = None,
+    settings: kopf.OperatorSettings | None = None,
+    ready_timeout: float = 15,
+) -> Iterator[None]:
+    """kopf running until the block ends; fails if it does not become ready or does not stop."""
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(
+        target=asyncio.run,
+        name="kopf",
+        args=(
+            kopf.operator(
+                registry=registry,
+                settings=settings or test_settings(),
+                standalone=True,
+                namespaces=list(namespaces),
+                stop_flag=stop,
+                ready_flag=ready,
+                memo=memo,
+            ),
+        ),
+    )
+    thread.start()
+    try:
+        assert ready.wait(ready_timeout), "kopf did not become ready"
+        yield
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive(), "kopf did not stop"
