@@ -1,0 +1,133 @@
+"""Replication metrics: a cumulative status file the driver rewrites after every batch, and the
+Prometheus endpoint (served by the driver process) that reads it on each scrape.
+
+The sink's commit runs in a separate Python process per batch, so the status file is the one place
+both the commit and the long-lived driver process can share.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from federator_spark.events import iso
+
+logger = logging.getLogger(__name__)
+
+
+def read_status(path: str) -> dict[str, Any]:
+    try:
+        status: dict[str, Any] = json.loads(Path(path).read_text())
+        return status
+    except FileNotFoundError:
+        return {}
+
+
+def record_batch(
+    path: str, *, task: str, namespace: str, batch_id: int, reports: list[Any], targets: list[str]
+) -> dict[str, Any]:
+    """Fold one batch's task reports into the status file (atomically replaced) and return it."""
+    status = read_status(path)
+    now = time.time()
+    per_target = status.get("targets", {})
+    for name in targets:
+        per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})
+    events_in = 0
+    last_enqueued: float | None = status.get("lastEnqueuedEpoch")
+    started = now
+    for report in reports:
+        if report is None:
+            continue
+        events_in += report.events_in
+        started = min(started, report.started)
+        for name, count in report.out.items():
+            per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})["eventsOut"] += count
+        for name, count in report.dead_lettered.items():
+            per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})["deadLettered"] += count
+        if report.last_enqueued is not None:
+            last_enqueued = max(last_enqueued or 0.0, report.last_enqueued)
+    status.update(
+        {
+            "task": task,
+            "namespace": namespace,
+            "lastBatchId": batch_id,
+            "lastBatchTime": iso_epoch(now),
+            "batchDurationSeconds": round(now - started, 3),
+            "eventsIn": status.get("eventsIn", 0) + events_in,
+            "targets": per_target,
+            "lastEnqueuedEpoch": last_enqueued,
+            "replicationLagSeconds": round(now - last_enqueued, 3) if last_enqueued else None,
+        }
+    )
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.tmp")
+    temporary.write_text(json.dumps(status, indent=2, sort_keys=True))
+    os.replace(temporary, target)
+    return status
+
+
+def iso_epoch(epoch: float) -> str:
+    return iso(datetime.fromtimestamp(epoch, UTC))
+
+
+class StatusCollector:
+    """Prometheus collector exposing the status file under the names the operator scrapes."""
+
+    def __init__(self, path: str, namespace: str, task: str) -> None:
+        self.path = path
+        self.labels = [namespace, task]
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        status = read_status(self.path)
+        lag = GaugeMetricFamily(
+            "federator_replication_lag_seconds",
+            "Now minus the source enqueue time of the last event written, at the last batch",
+            labels=["namespace", "task"],
+        )
+        duration = GaugeMetricFamily(
+            "federator_batch_duration_seconds",
+            "Duration of the last micro-batch",
+            labels=["namespace", "task"],
+        )
+        replicated = CounterMetricFamily(
+            "federator_events_replicated", "Events written per target", labels=["namespace", "task", "target"]
+        )
+        dead = CounterMetricFamily(
+            "federator_events_dead_lettered",
+            "Events dead-lettered per target",
+            labels=["namespace", "task", "target"],
+        )
+        if status.get("replicationLagSeconds") is not None:
+            lag.add_metric(self.labels, status["replicationLagSeconds"])
+        if "batchDurationSeconds" in status:
+            duration.add_metric(self.labels, status["batchDurationSeconds"])
+        for name, counts in sorted(status.get("targets", {}).items()):
+            replicated.add_metric([*self.labels, name], counts["eventsOut"])
+            dead.add_metric([*self.labels, name], counts["deadLettered"])
+        yield from (lag, replicated, dead, duration)
+
+
+def serve(port: int, path: str, namespace: str, task: str) -> Any:
+    """Start the Prometheus HTTP endpoint on ``port``; returns the server (shut it down to stop)."""
+    from prometheus_client import start_http_server
+    from prometheus_client.registry import CollectorRegistry
+
+    registry = CollectorRegistry()
+    registry.register(StatusCollector(path, namespace, task))  # type: ignore[arg-type]
+    server, _thread = start_http_server(port, addr="127.0.0.1" if _local() else "0.0.0.0", registry=registry)
+    logger.info("metrics on port %d", port)
+    return server
+
+
+def _local() -> bool:
+    """Local mode binds to loopback only; in a pod the endpoint must be reachable by Prometheus."""
+    return os.environ.get("KUBERNETES_SERVICE_HOST") is None

@@ -1,0 +1,67 @@
+"""Builds and starts the streaming query of one ReplicationTask."""
+
+from __future__ import annotations
+
+import logging
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from federator_spark.commits import INITIAL, CommitLog
+from federator_spark.config import TaskConfig, TaskConfigError
+from federator_spark.datasources import register
+from federator_spark.plan import WritePlan, plan_from_task
+from federator_spark.sinks.replication import record_tails
+
+logger = logging.getLogger(__name__)
+
+
+def source_options(config: TaskConfig) -> dict[str, str]:
+    spec = config.spec
+    source = spec.source.event_hub
+    if source is None:
+        raise TaskConfigError("Service Bus sources are not supported by the replication app yet")
+    options = {
+        "connection": config.connection(source.connection).to_option(),
+        "eventHubName": source.event_hub_name,
+        "consumerGroup": source.consumer_group,
+        "startPosition": source.start_position.position,
+    }
+    if source.start_position.enqueued_time is not None:
+        options["startEnqueuedTime"] = source.start_position.enqueued_time.isoformat()
+    if source.partition_ids:
+        options["partitionIds"] = ",".join(source.partition_ids)
+    if spec.runtime.max_events_per_trigger is not None:
+        options["maxEventsPerTrigger"] = str(spec.runtime.max_events_per_trigger)
+    return options
+
+
+def prepare_commit_records(plan: WritePlan) -> None:
+    """Effectively-once needs the targets' positions before the first batch ever written; taken once,
+    so a task that crashes during its first batch still scans from before it."""
+    if not plan.effectively_once or plan.state_dir is None:
+        return
+    log = CommitLog(plan.state_dir)
+    if log.latest_before(2**62) is None:
+        log.write(INITIAL, {"events": {}, "targetTails": record_tails(plan)})
+
+
+def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = False) -> StreamingQuery:
+    """Start the task's query; ``available_now`` processes what is there and stops (tests, catch-up)."""
+    register(spark)
+    plan = plan_from_task(config)  # fails fast, on the driver, for specs the app cannot run
+    prepare_commit_records(plan)
+    reader = spark.readStream.format("eventhubs").options(**source_options(config)).load()
+    writer = (
+        reader.writeStream.format("federator-replication")
+        .queryName(f"{config.namespace}.{config.name}")
+        .option("taskConfig", config.to_json())
+        .option("checkpointLocation", config.checkpoint_location)
+    )
+    if available_now:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{config.spec.runtime.trigger_interval_seconds} seconds")
+    query = writer.start()
+    logger.info("task %s/%s started (query %s)", config.namespace, config.name, query.id)
+    return query

@@ -1,0 +1,126 @@
+"""What a write task does, built once on the driver from the task config (or a sink's options) and
+pickled to the executors: targets, routing, editors, pattern metadata and the delivery mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from federator.api.replicationtask import Endpoint
+from federator_spark.config import TaskConfig, TaskConfigError, local_path
+from federator_spark.connections import Connection
+from federator_spark.editors import build_chain
+from federator_spark.editors.base import EventEditor
+from federator_spark.provenance import LoopSettings, ProvenanceSettings
+from federator_spark.routing import UNROUTED, Router
+
+STATE_DIR = "federator"  # under the checkpoint location, next to Spark's offsets/ and commits/
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    name: str
+    kind: Literal["eventHub", "serviceBus"]
+    connection: Connection
+    entity: str  # event hub, queue or topic name
+    is_topic: bool = False
+
+    @property
+    def identity(self) -> str:
+        """Names the entity in loop-prevention markers."""
+        return f"{self.connection.host}/{self.entity}"
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    task: str
+    namespace: str
+    targets: dict[str, TargetPlan]
+    router: Router
+    editors: list[EventEditor] = field(default_factory=list)
+    provenance: ProvenanceSettings = field(default_factory=ProvenanceSettings)
+    loop: LoopSettings | None = None
+    effectively_once: bool = False
+    state_dir: str | None = None
+    status_file: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.effectively_once and self.state_dir is None:
+            raise ValueError("effectively-once delivery needs a checkpoint location for its commit records")
+
+
+def _target(name: str, endpoint: Endpoint, config: TaskConfig) -> TargetPlan:
+    if endpoint.event_hub is not None:
+        hub = endpoint.event_hub
+        return TargetPlan(name, "eventHub", config.connection(hub.connection), hub.event_hub_name)
+    if endpoint.service_bus is not None:
+        bus = endpoint.service_bus
+        entity = bus.queue_name or bus.topic_name
+        assert entity is not None
+        return TargetPlan(
+            name, "serviceBus", config.connection(bus.connection), entity, bus.topic_name is not None
+        )
+    raise TaskConfigError(f"target {name!r}: PostgreSQL targets (log projection) are not supported yet")
+
+
+def plan_from_task(config: TaskConfig) -> WritePlan:
+    spec = config.spec
+    if spec.dead_letter is not None:
+        raise TaskConfigError("spec.deadLetter is not supported by the replication app yet")
+    targets = {t.name: _target(t.name, t, config) for t in spec.targets}
+    if spec.unrouted is not None:
+        if UNROUTED in targets:
+            raise TaskConfigError(f"a target named {UNROUTED!r} clashes with spec.unrouted")
+        targets[UNROUTED] = _target(UNROUTED, spec.unrouted, config)
+    provenance = spec.provenance
+    loop = spec.loop_prevention
+    state_dir = str(local_path(config.checkpoint_location) / STATE_DIR)
+    return WritePlan(
+        task=config.name,
+        namespace=config.namespace,
+        targets=targets,
+        router=Router.build({t.name: t.condition for t in spec.targets}, spec.unrouted is not None),
+        editors=build_chain(spec.editors),
+        provenance=ProvenanceSettings(
+            provenance.enabled,
+            provenance.enqueue_time_property,
+            provenance.sequence_property,
+            provenance.offset_property,
+        ),
+        loop=LoopSettings(loop.marker_property, loop.forward_replicated) if loop else None,
+        effectively_once=spec.delivery.effectively_once,
+        state_dir=state_dir,
+        status_file=config.status_file or str(Path(state_dir) / "status.json"),
+    )
+
+
+def plan_from_sink_options(kind: Literal["eventHub", "serviceBus"], options: Any) -> WritePlan:
+    """A single, unconditional target from the options of the `eventhubs` / `servicebus` sinks:
+    ``connection``, ``eventHubName`` | ``queueName`` | ``topicName``, optional ``checkpointLocation``,
+    ``effectivelyOnce`` (true/false), ``provenance`` (true/false), ``loopPreventionMarker``."""
+    if "connection" not in options:
+        raise ValueError("option 'connection' is required")
+    connection = Connection.from_option(options["connection"])
+    if kind == "eventHub":
+        if "eventHubName" not in options:
+            raise ValueError("option 'eventHubName' is required")
+        target = TargetPlan("default", kind, connection, options["eventHubName"])
+    else:
+        queue, topic = options.get("queueName"), options.get("topicName")
+        if (queue is None) == (topic is None):
+            raise ValueError("set exactly one of the options 'queueName' and 'topicName'")
+        target = TargetPlan("default", kind, connection, queue or topic, topic is not None)
+    checkpoint = options.get("checkpointLocation")
+    marker = options.get("loopPreventionMarker")
+    return WritePlan(
+        task=options.get("taskName", "adhoc"),
+        namespace=options.get("taskNamespace", ""),
+        targets={target.name: target},
+        router=Router.build({target.name: None}, has_unrouted=False),
+        provenance=ProvenanceSettings(enabled=options.get("provenance", "true").lower() == "true"),
+        loop=LoopSettings(marker) if marker else None,
+        effectively_once=options.get("effectivelyOnce", "false").lower() == "true",
+        state_dir=str(Path(local_path(checkpoint)) / STATE_DIR) if checkpoint else None,
+        status_file=options.get("statusFile"),
+    )

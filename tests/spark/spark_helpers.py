@@ -1,0 +1,118 @@
+"""Helpers for Spark tests: publish and read events with the real SDKs, build and run task configs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+
+
+def send(connection_string: str, hub: str, events: list[dict[str, Any]]) -> None:
+    """Each event: ``body`` and optionally ``partition`` or ``key``, ``properties``. Sent one batch per
+    consecutive run of the same destination, so the order of the list is the order per partition."""
+    producer = EventHubProducerClient.from_connection_string(connection_string, eventhub_name=hub)
+    with producer:
+        run: list[dict[str, Any]] = []
+        for event in [*events, None]:
+            if run and (event is None or _dest(event) != _dest(run[0])):
+                kind, value = _dest(run[0])
+                batch = producer.create_batch(**({kind: value} if value is not None else {}))
+                for item in run:
+                    data = EventData(item["body"])
+                    data.properties = item.get("properties", {})
+                    batch.add(data)
+                producer.send_batch(batch)
+                run = []
+            if event is not None:
+                run.append(event)
+
+
+def _dest(event: dict[str, Any]) -> tuple[str, str | None]:
+    if "partition" in event:
+        return ("partition_id", event["partition"])
+    return ("partition_key", event.get("key"))
+
+
+def read_all(connection_string: str, hub: str) -> dict[str, list[Any]]:
+    """Every event of every partition, in sequence order."""
+    from federator_spark.connections import Connection
+    from federator_spark.sources.eventhubs import receive
+
+    client = EventHubConsumerClient.from_connection_string(
+        connection_string, consumer_group="$Default", eventhub_name=hub
+    )
+    with client:
+        ids = client.get_partition_ids()
+        last = {p: client.get_partition_properties(p)["last_enqueued_sequence_number"] for p in ids}
+    found: dict[str, list[Any]] = {}
+    for partition in ids:
+        found[partition] = []
+        if last[partition] < 0:
+            continue
+        connection = Connection(connection_string=connection_string)
+        for events in receive(
+            connection,
+            hub,
+            "$Default",
+            partition,
+            -1,
+            inclusive=False,
+            timeout=20,
+            expected=last[partition] + 1,
+        ):
+            found[partition].extend(events)
+            if found[partition] and found[partition][-1].sequence_number >= last[partition]:
+                break
+    return found
+
+
+def body(event: Any) -> str:
+    return event.body_as_str()
+
+
+def prop(event: Any, name: str) -> str | None:
+    value = (event.properties or {}).get(name.encode())
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def eh_endpoint(namespace: str, hub: str) -> dict[str, Any]:
+    return {"eventHub": {"connection": {"emulator": {"namespace": namespace}}, "eventHubName": hub}}
+
+
+def task_config(
+    tmp_path: Path,
+    emulator: Any,
+    spec: dict[str, Any],
+    *,
+    namespaces: tuple[str, ...] = ("ns1",),
+    name: str = "task",
+) -> dict[str, Any]:
+    checkpoint = tmp_path / f"checkpoint-{name}"
+    return {
+        "apiVersion": "federator.io/v1alpha1",
+        "kind": "ReplicationTask",
+        "metadata": {"name": name, "namespace": "default", "generation": 1},
+        "spec": spec,
+        "checkpointLocation": f"file://{checkpoint}",
+        "secretEnv": {},
+        "metricsPort": 9464,
+        "emulatorConnections": {ns: emulator.connection_string(ns) for ns in namespaces},
+        "statusFile": str(tmp_path / f"status-{name}.json"),
+    }
+
+
+def run_task(spark: Any, raw: dict[str, Any]) -> Any:
+    """Run the task over what the source holds now (availableNow) and return the finished query."""
+    from federator_spark import pipeline
+    from federator_spark.config import parse_task_config
+
+    query = pipeline.start(spark, parse_task_config(json.loads(json.dumps(raw))), available_now=True)
+    query.awaitTermination(timeout=120)
+    if query.isActive:
+        query.stop()
+        raise AssertionError("the task did not finish within 120 s")
+    if query.exception() is not None:
+        raise AssertionError(str(query.exception()))
+    return query

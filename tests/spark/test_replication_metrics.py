@@ -1,0 +1,65 @@
+"""Metrics: the status file the driver folds each batch into, and the Prometheus endpoint that
+serves it under the names the operator scrapes."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from dataclasses import dataclass, field
+
+from federator_spark import metrics
+
+
+@dataclass
+class Report:
+    events_in: int
+    out: dict[str, int]
+    started: float
+    last_enqueued: float | None
+    dead_lettered: dict[str, int] = field(default_factory=dict)
+
+
+def test_status_file_accumulates_per_target_counts_lag_and_batch_duration(tmp_path):
+    path = str(tmp_path / "status.json")
+    now = time.time()
+    first = [Report(3, {"eu": 2, "unrouted": 1}, now - 2, now - 10), None]
+    metrics.record_batch(
+        path, task="t", namespace="ns", batch_id=0, reports=first, targets=["eu", "unrouted"]
+    )
+    second = [Report(1, {"eu": 1}, now - 1, now - 4)]
+    status = metrics.record_batch(path, task="t", namespace="ns", batch_id=1, reports=second, targets=["eu"])
+
+    assert json.loads((tmp_path / "status.json").read_text()) == status
+    assert status["targets"] == {
+        "eu": {"eventsOut": 3, "deadLettered": 0},
+        "unrouted": {"eventsOut": 1, "deadLettered": 0},
+    }
+    assert status["eventsIn"] == 4 and status["lastBatchId"] == 1
+    assert 4 <= status["replicationLagSeconds"] < 6
+    assert 1 <= status["batchDurationSeconds"] < 3
+
+
+def test_prometheus_endpoint_serves_the_status_under_the_federator_names(tmp_path):
+    path = str(tmp_path / "status.json")
+    now = time.time()
+    metrics.record_batch(
+        path,
+        task="orders",
+        namespace="prod",
+        batch_id=0,
+        reports=[Report(2, {"eu": 2}, now - 1, now - 3)],
+        targets=["eu"],
+    )
+    server = metrics.serve(0, path, "prod", "orders")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert 'federator_events_replicated_total{namespace="prod",target="eu",task="orders"} 2.0' in text
+    assert 'federator_events_dead_lettered_total{namespace="prod",target="eu",task="orders"} 0.0' in text
+    assert 'federator_replication_lag_seconds{namespace="prod",task="orders"}' in text
+    assert 'federator_batch_duration_seconds{namespace="prod",task="orders"}' in text
