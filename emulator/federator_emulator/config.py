@@ -19,6 +19,8 @@ DEFAULT_KEY_NAME = "RootManageSharedAccessKey"
 DEFAULT_KEY_VALUE = "SAS_KEY_VALUE"
 DEFAULT_CONSUMER_GROUP = "$Default"
 DEFAULT_RULE_NAME = "$Default"
+DEFAULT_SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000000"
+DEFAULT_RESOURCE_GROUP = "emulator"
 
 EntityName = Annotated[str, Field(min_length=1, max_length=260, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")]
 
@@ -99,15 +101,31 @@ class TopicConfig(_DuplicateDetectionConfig):
     subscriptions: list[SubscriptionConfig] = Field(default_factory=list)
 
 
+class ArmCoordinates(_Model):
+    """Where the namespace lives in the emulated Azure Resource Manager (ARM paths carry these)."""
+
+    subscription_id: str = DEFAULT_SUBSCRIPTION_ID
+    resource_group: str = DEFAULT_RESOURCE_GROUP
+    # None: the namespace's own ``name``.
+    namespace_name: str | None = None
+
+
 class NamespaceConfig(_Model):
     name: EntityName
     host: str = "127.0.0.1"
     # 0 asks the OS for a free port; the ready file says which one was bound.
     amqp_port: int = Field(default=0, ge=0, le=65535)
+    # The HTTPS management port (ATOM for this namespace, ARM and DNS for all); 0 = ephemeral.
+    https_port: int = Field(default=0, ge=0, le=65535)
+    arm: ArmCoordinates = Field(default_factory=ArmCoordinates)
     keys: list[SasKey] = Field(default_factory=lambda: [SasKey(name=DEFAULT_KEY_NAME, key=DEFAULT_KEY_VALUE)])
     event_hubs: list[EventHubConfig] = Field(default_factory=list)
     queues: list[QueueConfig] = Field(default_factory=list)
     topics: list[TopicConfig] = Field(default_factory=list)
+
+    @property
+    def arm_namespace_name(self) -> str:
+        return self.arm.namespace_name or self.name
 
     @model_validator(mode="after")
     def _unique_names(self) -> NamespaceConfig:
@@ -125,8 +143,17 @@ class NamespaceConfig(_Model):
         return self
 
 
+class DnsZoneConfig(_Model):
+    """An Azure DNS zone the management plane serves record sets for (``azure-mgmt-dns``)."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9.\-]*$")
+    subscription_id: str = DEFAULT_SUBSCRIPTION_ID
+    resource_group: str = DEFAULT_RESOURCE_GROUP
+
+
 class EmulatorConfig(_Model):
     namespaces: list[NamespaceConfig] = Field(min_length=1)
+    dns_zones: list[DnsZoneConfig] = Field(default_factory=list)
     # With a data dir, fsync each write before acknowledging it. Off trades crash safety
     # (a power loss, not a process kill) for speed.
     fsync: bool = True

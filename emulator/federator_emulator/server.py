@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -26,7 +27,8 @@ from federator_emulator import auth
 from federator_emulator.amqp import padshim
 from federator_emulator.amqp.broker import Broker, Guard
 from federator_emulator.amqp.listener import SaslAcceptor
-from federator_emulator.config import EmulatorConfig, NamespaceConfig, load_config
+from federator_emulator.config import ArmCoordinates, EmulatorConfig, NamespaceConfig, load_config
+from federator_emulator.mgmt.server import ManagementServer, client_host
 from federator_emulator.state.journal import FileJournal, Journal, read_journal
 from federator_emulator.state.namespace import NamespaceState
 
@@ -47,6 +49,19 @@ class NamespaceEndpoint:
     host: str
     amqp_port: int
     connection_strings: dict[str, str]  # SAS key name -> connection string
+    https_port: int
+    ca_path: Path  # the CA that issued the HTTPS certificate (clients' ``connection_verify``)
+    arm: ArmCoordinates  # with ``namespace_name`` filled in
+
+    @property
+    def https_endpoint(self) -> str:
+        """ATOM for this namespace; ARM and DNS for all (same server, see ``mgmt.server``)."""
+        return f"https://{self.host}:{self.https_port}"
+
+    @property
+    def fully_qualified_namespace(self) -> str:
+        """What ``ServiceBusAdministrationClient`` takes: it always prepends ``https://``."""
+        return f"{self.host}:{self.https_port}"
 
     @property
     def connection_string(self) -> str:
@@ -54,18 +69,19 @@ class NamespaceEndpoint:
         return next(iter(self.connection_strings.values()))
 
     def ready_entry(self) -> dict[str, Any]:
-        # Keys reserved for the management plane (added later): httpsEndpoint, caCertificatePath.
         return {
             "amqpHost": self.host,
             "amqpPort": self.amqp_port,
             "connectionStrings": self.connection_strings,
             "connectionString": self.connection_string,
+            "httpsEndpoint": self.https_endpoint,
+            "armEndpoint": self.https_endpoint,
+            "fullyQualifiedNamespace": self.fully_qualified_namespace,
+            "caCertificatePath": str(self.ca_path),
+            "subscriptionId": self.arm.subscription_id,
+            "resourceGroup": self.arm.resource_group,
+            "namespaceName": self.arm.namespace_name,
         }
-
-
-def _client_host(bind_host: str) -> str:
-    """The SDKs need a name they can connect to; a wildcard bind is reached over loopback."""
-    return "localhost" if bind_host in ("0.0.0.0", "::", "127.0.0.1", "") else bind_host
 
 
 class _Control(Handler):
@@ -110,11 +126,17 @@ class Emulator:
         self._journals: list[Journal] = []
         self._timer: Task | None = None
         self._stopping = False
+        self.management: ManagementServer | None = None
         if self.data_dir is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
             for ns_config in self.config.namespaces:
                 self._add_namespace(ns_config)
+            self.management = ManagementServer(self, self.namespaces, self.config.dns_zones, self.data_dir)
+            for name, port in self.management.ports.items():
+                self.endpoints[name] = dataclasses.replace(
+                    self.endpoints[name], https_port=port, ca_path=self.management.ca_path
+                )
         except BaseException:
             self._release()
             raise
@@ -130,7 +152,7 @@ class Emulator:
             self._journals.append(journal)
         broker = Broker(state)
         acceptor = SaslAcceptor(self._container, ns_config.host, ns_config.amqp_port, Guard(broker))
-        host = _client_host(ns_config.host)
+        host = client_host(ns_config.host)
         self.namespaces[ns_config.name] = state
         self._brokers.append(broker)
         self._acceptors.append(acceptor)
@@ -141,6 +163,9 @@ class Emulator:
             connection_strings={
                 k.name: auth.connection_string(host, acceptor.port, k.name, k.key) for k in ns_config.keys
             },
+            https_port=0,  # filled in once the management server has bound its ports
+            ca_path=Path(),
+            arm=ns_config.arm.model_copy(update={"namespace_name": ns_config.arm_namespace_name}),
         )
 
     # -- running (reactor thread) ----------------------------------------------------------
@@ -149,8 +174,13 @@ class Emulator:
         self._timer = self._container.schedule(TICK_SECONDS, self._control)
         logger.info("emulator serving %s", {n: e.amqp_port for n, e in self.endpoints.items()})
         try:
+            if self.management is not None:
+                self.management.start()
             self._container.run()
         finally:
+            # HTTP handlers call into the reactor: stop them before the reactor's resources go.
+            if self.management is not None:
+                self.management.stop()
             self._release()
 
     def _release(self) -> None:
@@ -162,6 +192,8 @@ class Emulator:
             journal.close()
         for fd in self._injector.pipe:
             os.close(fd)
+        if self.management is not None:
+            self.management.close()
 
     def _on_tick(self) -> None:
         for state in self.namespaces.values():
@@ -197,12 +229,23 @@ class Emulator:
 
         This is how a management plane changes namespace state while clients are connected.
         """
+        return self.submit(function).result(timeout)
+
+    def submit(self, function: Callable[[], T]) -> Future[T]:
+        """Schedule ``function`` on the reactor thread; the future holds its result (thread-safe)."""
         future: Future[T] = Future()
         self._injector.trigger(ApplicationEvent("federator_call", subject=(function, future)))
-        return future.result(timeout)
+        return future
 
     def ready_document(self) -> dict[str, Any]:
-        return {"namespaces": {name: e.ready_entry() for name, e in self.endpoints.items()}}
+        first = next(iter(self.endpoints.values()))
+        return {
+            "namespaces": {name: e.ready_entry() for name, e in self.endpoints.items()},
+            # ARM and DNS are served on every namespace's port; these name the first one.
+            "armEndpoint": first.https_endpoint,
+            "caCertificatePath": str(first.ca_path),
+            "dnsZones": [z.model_dump(by_alias=True) for z in self.config.dns_zones],
+        }
 
 
 class RunningEmulator:
@@ -231,6 +274,16 @@ class RunningEmulator:
         """Namespace state; only touch it through ``call`` while the emulator runs."""
         name = namespace or next(iter(self.emulator.namespaces))
         return self.emulator.namespaces[name]
+
+    @property
+    def ca_path(self) -> Path:
+        """The CA certificate HTTPS clients must trust (``connection_verify=str(emu.ca_path)``)."""
+        return self.namespace().ca_path
+
+    @property
+    def arm_endpoint(self) -> str:
+        """Base URL for ARM and DNS clients (``base_url=``); every namespace's port serves them."""
+        return self.namespace().https_endpoint
 
     def call(self, function: Callable[[], T], timeout: float = 10.0) -> T:
         """Run ``function`` on the emulator thread (see ``Emulator.call``)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from azure.core.credentials import AccessToken
 
 from federator_emulator.config import EmulatorConfig
 from federator_emulator.server import RunningEmulator, start_emulator
@@ -54,3 +55,32 @@ def emulator(emulator_factory: EmulatorFactory) -> RunningEmulator:
 @pytest.fixture
 def emulator_connection_string(emulator: RunningEmulator) -> str:
     return emulator.connection_string()
+
+
+class FakeCredential:
+    """A ``TokenCredential``: the emulator requires a bearer token but does not verify it."""
+
+    def __init__(self, token: str = "emulator-token") -> None:
+        self.token = token
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        return AccessToken(self.token, 2**31 - 1)
+
+
+class AsyncFakeCredential:
+    """The ``AsyncTokenCredential`` twin of ``FakeCredential``."""
+
+    def __init__(self, token: str = "emulator-token") -> None:
+        self.token = token
+
+    async def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        return AccessToken(self.token, 2**31 - 1)
+
+    async def close(self) -> None:
+        pass
+
+    async def __aenter__(self) -> AsyncFakeCredential:
+        return self
+
+    async def __aexit__(self, *args: Any) -> None:
+        pass

@@ -134,3 +134,24 @@ def eh_receive() -> Callable[..., list[EventData]]:
 @pytest.fixture
 def eh_receive_async() -> Callable[..., Any]:
     return receive_events_async
+
+
+MGMT_TEST_CONFIG: dict[str, Any] = {
+    "namespaces": [
+        {
+            "name": "ns1",
+            "queues": [{"name": "q1"}],
+            "topics": [{"name": "t1", "subscriptions": [{"name": "all"}, {"name": "repl"}]}],
+        }
+    ],
+    "dnsZones": [{"name": "federator.test"}],
+}
+
+
+@pytest.fixture(scope="module")
+def mgmt_emulator() -> Any:
+    """One emulator per test module for management-plane tests (``MGMT_TEST_CONFIG``)."""
+    from federator_emulator.server import start_emulator
+
+    with start_emulator(MGMT_TEST_CONFIG) as emulator:
+        yield emulator

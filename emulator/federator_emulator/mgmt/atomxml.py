@@ -1,0 +1,212 @@
+"""ATOM XML of ``ServiceBusAdministrationClient``: descriptions in, entries and feeds out.
+
+Rendering is plain text with fixed prefixes (the SDK parses by namespace URI, not prefix);
+parsing reads elements by local name, so the order the SDK writes them in does not matter.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from federator_emulator.config import CorrelationFilterConfig, RuleConfig
+from federator_emulator.mgmt.entities import Counts
+from federator_emulator.mgmt.mapping import CORRELATION_FIELDS, FALSE_SQL, PROPERTIES, TRUE_SQL
+
+ATOM = "http://www.w3.org/2005/Atom"
+SB = "http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"
+SB_COUNTS = "http://schemas.microsoft.com/netservices/2011/06/servicebus"
+XSI = "http://www.w3.org/2001/XMLSchema-instance"
+XSD = "http://www.w3.org/2001/XMLSchema"
+_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _upper_first(name: str) -> str:
+    return name[0].upper() + name[1:]
+
+
+def _xsi_type(element: ET.Element) -> str:
+    return element.get(f"{{{XSI}}}type", "").rsplit(":", 1)[-1]
+
+
+def parse_description(body: bytes) -> tuple[str, ET.Element]:
+    """The description element inside an ATOM entry, with its kind (``QueueDescription``…)."""
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as exc:
+        raise ValueError(f"the request body is not XML: {exc}") from None
+    content = root.find(f"{{{ATOM}}}content")
+    description = next(iter(content), None) if content is not None else None
+    if description is None:
+        raise ValueError("the ATOM entry has no content description")
+    return _local(description.tag), description
+
+
+def description_properties(description: ET.Element) -> dict[str, str]:
+    """Child elements by camelCase name (``LockDuration`` -> ``lockDuration``), as text."""
+    wanted = {_upper_first(prop) for prop, _, _ in PROPERTIES}
+    return {
+        _local(child.tag)[0].lower() + _local(child.tag)[1:]: (child.text or "")
+        for child in description
+        if _local(child.tag) in wanted
+    }
+
+
+def _key_value(value_element: ET.Element | None) -> str | int | float | bool:
+    text = (value_element.text or "") if value_element is not None else ""
+    kind = _xsi_type(value_element) if value_element is not None else "string"
+    if kind in ("int", "long"):
+        return int(text)
+    if kind == "double":
+        return float(text)
+    if kind == "boolean":
+        return text.lower() == "true"
+    return text
+
+
+def parse_rule(name: str, description: ET.Element) -> RuleConfig:
+    """A ``RuleDescription`` to a rule config (True/False/Sql/Correlation filter, Sql action)."""
+    sql_filter: str | None = None
+    correlation: CorrelationFilterConfig | None = None
+    action: str | None = None
+    rule_filter = description.find(f"{{{SB}}}Filter")
+    if rule_filter is not None:
+        kind = _xsi_type(rule_filter)
+        if kind == "SqlFilter":
+            sql_filter = rule_filter.findtext(f"{{{SB}}}SqlExpression") or TRUE_SQL
+        elif kind == "FalseFilter":
+            sql_filter = FALSE_SQL
+        elif kind == "CorrelationFilter":
+            by_tag = {_upper_first(prop): field for prop, field in CORRELATION_FIELDS.items()}
+            fields: dict[str, Any] = {
+                by_tag[_local(c.tag)]: c.text for c in rule_filter if _local(c.tag) in by_tag and c.text
+            }
+            fields["properties"] = {
+                item.findtext(f"{{{SB}}}Key") or "": _key_value(item.find(f"{{{SB}}}Value"))
+                for item in rule_filter.iterfind(f"{{{SB}}}Properties/*")
+            }
+            correlation = CorrelationFilterConfig.model_validate(fields)
+        elif kind != "TrueFilter":
+            raise ValueError(f"unsupported filter type {kind!r}")
+    rule_action = description.find(f"{{{SB}}}Action")
+    if rule_action is not None and _xsi_type(rule_action) == "SqlRuleAction":
+        action = rule_action.findtext(f"{{{SB}}}SqlExpression") or None
+    return RuleConfig(name=name, sql_filter=sql_filter, correlation_filter=correlation, sql_action=action)
+
+
+# -- rendering -----------------------------------------------------------------------------------
+def _now() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else escape(str(value))
+
+
+def _elements(values: dict[str, Any]) -> str:
+    return "".join(
+        f"<{_upper_first(k)}>{_text(v)}</{_upper_first(k)}>" for k, v in values.items() if v is not None
+    )
+
+
+def _count_details(counts: Counts) -> str:
+    details = {
+        "ActiveMessageCount": counts.active,
+        "DeadLetterMessageCount": counts.dead_letter,
+        "ScheduledMessageCount": counts.scheduled,
+        "TransferMessageCount": 0,
+        "TransferDeadLetterMessageCount": 0,
+    }
+    inner = "".join(f"<d2p1:{k}>{v}</d2p1:{k}>" for k, v in details.items())
+    return f'<CountDetails xmlns:d2p1="{SB_COUNTS}">{inner}</CountDetails>'
+
+
+def entity_description(kind: str, properties: dict[str, Any], counts: Counts, extra: dict[str, Any]) -> str:
+    """A ``QueueDescription``/``TopicDescription``/``SubscriptionDescription`` element."""
+    now = _now()
+    values = {
+        **properties,
+        **extra,
+        "status": "Active",
+        "createdAt": now,
+        "updatedAt": now,
+        "accessedAt": now,
+    }
+    return f'<{kind} xmlns="{SB}" xmlns:i="{XSI}">{_elements(values)}{_count_details(counts)}</{kind}>'
+
+
+def _correlation_xml(c: CorrelationFilterConfig) -> str:
+    fields = {prop: getattr(c, field) for prop, field in CORRELATION_FIELDS.items()}
+    items = ""
+    for key, value in c.properties.items():
+        kind = (
+            "boolean"
+            if isinstance(value, bool)
+            else "int"
+            if isinstance(value, int)
+            else ("double" if isinstance(value, float) else "string")
+        )
+        items += (
+            f"<KeyValueOfstringanyType><Key>{escape(key)}</Key>"
+            f'<Value i:type="d6p1:{kind}" xmlns:d6p1="{XSD}">{_text(value)}</Value></KeyValueOfstringanyType>'
+        )
+    return f'<Filter i:type="CorrelationFilter">{_elements(fields)}<Properties>{items}</Properties></Filter>'
+
+
+def rule_description(config: RuleConfig) -> str:
+    if config.correlation_filter is not None:
+        rule_filter = _correlation_xml(config.correlation_filter)
+    else:
+        sql = config.sql_filter or TRUE_SQL
+        kind = {TRUE_SQL: "TrueFilter", FALSE_SQL: "FalseFilter"}.get(sql.replace(" ", ""), "SqlFilter")
+        rule_filter = (
+            f'<Filter i:type="{kind}"><SqlExpression>{escape(sql)}</SqlExpression>'
+            "<CompatibilityLevel>20</CompatibilityLevel></Filter>"
+        )
+    if config.sql_action:
+        action = (
+            f'<Action i:type="SqlRuleAction"><SqlExpression>{escape(config.sql_action)}</SqlExpression>'
+            "<CompatibilityLevel>20</CompatibilityLevel></Action>"
+        )
+    else:
+        action = '<Action i:type="EmptyRuleAction"/>'
+    return (
+        f'<RuleDescription xmlns="{SB}" xmlns:i="{XSI}">{rule_filter}{action}'
+        f"<CreatedAt>{_now()}</CreatedAt><Name>{escape(config.name)}</Name></RuleDescription>"
+    )
+
+
+def _entry_body(url: str, title: str, description: str) -> str:
+    now = _now()
+    return (
+        f'<id>{escape(url)}</id><title type="text">{escape(title)}</title>'
+        f"<published>{now}</published><updated>{now}</updated>"
+        f'<link rel="self" href={quoteattr(url)}/>'
+        f'<content type="application/xml">{description}</content>'
+    )
+
+
+def entry(url: str, title: str, description: str) -> str:
+    return f'{_DECLARATION}<entry xmlns="{ATOM}">{_entry_body(url, title, description)}</entry>'
+
+
+def feed(url: str, title: str, entries: list[tuple[str, str, str]], next_url: str | None) -> str:
+    """A feed of (url, title, description); a second ``link`` (next page) makes the SDK page on."""
+    links = f'<link rel="self" href={quoteattr(url)}/>'
+    if next_url is not None:
+        links += f'<link rel="next" href={quoteattr(next_url)}/>'
+    body = "".join(f"<entry>{_entry_body(*e)}</entry>" for e in entries)
+    return (
+        f'{_DECLARATION}<feed xmlns="{ATOM}"><title type="text">{escape(title)}</title>'
+        f"<id>{escape(url)}</id><updated>{_now()}</updated>{links}{body}</feed>"
+    )
+
+
+def error(status: int, detail: str) -> str:
+    return f"<Error><Code>{status}</Code><Detail>{escape(detail)}</Detail></Error>"

@@ -1,0 +1,123 @@
+"""Entity properties as both management APIs name them, to and from the emulator's configs.
+
+ARM (JSON, ``lockDuration``) and ATOM (XML, ``LockDuration``) use the same property names
+up to the first letter, so one table serves both. Values arrive as JSON types from ARM and
+as strings from ATOM; ``_convert`` accepts either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from federator_emulator.config import CorrelationFilterConfig, RuleConfig
+from federator_emulator.mgmt import durations
+
+M = TypeVar("M", bound=BaseModel)
+Kind = Literal["bool", "int", "duration", "ttl"]
+
+# (property name, config field, kind). Configs without a field simply skip the row.
+PROPERTIES: list[tuple[str, str, Kind]] = [
+    ("lockDuration", "lock_duration_seconds", "duration"),
+    ("requiresDuplicateDetection", "requires_duplicate_detection", "bool"),
+    ("requiresSession", "requires_session", "bool"),
+    ("defaultMessageTimeToLive", "default_message_ttl_seconds", "ttl"),
+    ("deadLetteringOnMessageExpiration", "dead_lettering_on_message_expiration", "bool"),
+    ("duplicateDetectionHistoryTimeWindow", "duplicate_detection_window_seconds", "duration"),
+    ("maxDeliveryCount", "max_delivery_count", "int"),
+]
+
+# Correlation filter properties (ARM/ATOM camelCase name -> config field); ATOM says Label too.
+CORRELATION_FIELDS: dict[str, str] = {
+    "correlationId": "correlation_id",
+    "messageId": "message_id",
+    "to": "to",
+    "replyTo": "reply_to",
+    "label": "label",
+    "sessionId": "session_id",
+    "contentType": "content_type",
+}
+
+TRUE_SQL = "1=1"
+FALSE_SQL = "1=0"
+
+
+def _convert(value: Any, kind: Kind) -> Any:
+    if kind == "bool":
+        return value if isinstance(value, bool) else str(value).strip().lower() == "true"
+    if kind == "int":
+        return int(value)
+    if kind == "duration":
+        return durations.parse(str(value))
+    return durations.parse_optional(None if value is None else str(value))
+
+
+def config_from_properties(model: type[M], name: str, properties: Mapping[str, Any]) -> M:
+    """A config from management properties; absent properties take the config defaults.
+
+    Raises ``ValueError`` (pydantic's ``ValidationError`` included) for bad values.
+    """
+    fields: dict[str, Any] = {"name": name}
+    for prop, field, kind in PROPERTIES:
+        if field in model.model_fields and properties.get(prop) is not None:
+            fields[field] = _convert(properties[prop], kind)
+    return model.model_validate(fields)
+
+
+def properties_of(config: BaseModel) -> dict[str, Any]:
+    """The management properties of a config, durations as ISO 8601 text."""
+    values = config.model_dump()
+    out: dict[str, Any] = {}
+    for prop, field, kind in PROPERTIES:
+        if field not in values:
+            continue
+        value = values[field]
+        out[prop] = durations.render(value) if kind in ("duration", "ttl") else value
+    return out
+
+
+# -- rules in ARM's shape ------------------------------------------------------------------------
+def rule_from_arm(name: str, properties: Mapping[str, Any]) -> RuleConfig:
+    """``Ruleproperties`` JSON to a rule config; SQL is only parsed when the rule is applied."""
+    filter_type = properties.get("filterType") or "SqlFilter"
+    action = (properties.get("action") or {}).get("sqlExpression") or None
+    if filter_type == "CorrelationFilter":
+        raw = properties.get("correlationFilter") or {}
+        correlation = CorrelationFilterConfig.model_validate(
+            {
+                **{
+                    field: raw[prop]
+                    for prop, field in CORRELATION_FIELDS.items()
+                    if raw.get(prop) is not None
+                },
+                "properties": raw.get("properties") or {},
+            }
+        )
+        return RuleConfig(name=name, correlation_filter=correlation, sql_action=action)
+    if filter_type != "SqlFilter":
+        raise ValueError(f"unsupported filterType {filter_type!r}: use SqlFilter or CorrelationFilter")
+    sql = (properties.get("sqlFilter") or {}).get("sqlExpression")
+    return RuleConfig(name=name, sql_filter=sql or TRUE_SQL, sql_action=action)
+
+
+def rule_to_arm(config: RuleConfig) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    if config.correlation_filter is not None:
+        c = config.correlation_filter
+        props["filterType"] = "CorrelationFilter"
+        props["correlationFilter"] = {
+            **{prop: getattr(c, field) for prop, field in CORRELATION_FIELDS.items() if getattr(c, field)},
+            "properties": dict(c.properties),
+        }
+    else:
+        props["filterType"] = "SqlFilter"
+        props["sqlFilter"] = {
+            "sqlExpression": config.sql_filter or TRUE_SQL,
+            "compatibilityLevel": 20,
+            "requiresPreprocessing": False,
+        }
+    if config.sql_action:
+        props["action"] = {"sqlExpression": config.sql_action, "compatibilityLevel": 20}
+    return props

@@ -1,0 +1,145 @@
+"""The HTTPS listeners: one per namespace, served by aiohttp on a thread of their own.
+
+Each namespace gets its own port because ``ServiceBusAdministrationClient`` always calls
+``https://<fully_qualified_namespace>`` with entity paths that do not name the namespace
+(ATOM). ARM and DNS paths do name their namespace or zone, so every port serves them for
+all namespaces. Sockets are bound when the server is built, so the ports are known (and
+the ready file can be written) before the thread starts; connections wait in the backlog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import socket
+import tempfile
+import threading
+from pathlib import Path
+
+from aiohttp import web
+
+from federator_emulator.config import DnsZoneConfig, NamespaceConfig
+from federator_emulator.mgmt import tls
+from federator_emulator.mgmt.arm import ArmApi
+from federator_emulator.mgmt.atom import AtomApi
+from federator_emulator.mgmt.common import Backend, Submitter
+from federator_emulator.mgmt.dns import DnsApi, DnsStore
+from federator_emulator.state.namespace import NamespaceState
+
+logger = logging.getLogger(__name__)
+
+_WILDCARDS = ("0.0.0.0", "::", "")
+# In-flight requests get this long to finish when the emulator stops.
+_SHUTDOWN_SECONDS = 1.0
+
+
+def client_host(bind_host: str) -> str:
+    """The SDKs need a name they can connect to; a wildcard bind is reached over loopback."""
+    return "localhost" if bind_host in (*_WILDCARDS, "127.0.0.1") else bind_host
+
+
+def _bind(config: NamespaceConfig) -> socket.socket:
+    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+    return socket.create_server((config.host, config.https_port), family=family, reuse_port=False)
+
+
+class ManagementServer:
+    """HTTPS for every namespace; ``start`` serves on a thread, ``stop`` joins it."""
+
+    def __init__(
+        self,
+        submitter: Submitter,
+        namespaces: dict[str, NamespaceState],
+        dns_zones: list[DnsZoneConfig],
+        data_dir: Path | None,
+    ) -> None:
+        self._temp_dir = Path(tempfile.mkdtemp(prefix="federator-emulator-")) if data_dir is None else None
+        self._sockets: dict[str, socket.socket] = {}
+        try:
+            hosts = ["localhost", "127.0.0.1", "::1"]
+            hosts += [ns.config.host for ns in namespaces.values() if ns.config.host not in _WILDCARDS]
+            self.tls = tls.issue(data_dir or self._temp_dir or Path("."), hosts)
+            for name, state in namespaces.items():
+                self._sockets[name] = _bind(state.config)
+        except BaseException:
+            self.close()
+            raise
+        self.ports = {name: sock.getsockname()[1] for name, sock in self._sockets.items()}
+        endpoints = {
+            name: f"https://{client_host(namespaces[name].config.host)}:{port}"
+            for name, port in self.ports.items()
+        }
+        self.backend = Backend(submitter, namespaces, dns_zones, endpoints)
+        self.dns = DnsStore(dns_zones)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._started = threading.Event()
+
+    @property
+    def ca_path(self) -> Path:
+        return self.tls.ca_path
+
+    def _app(self, namespace: str) -> web.Application:
+        app = web.Application(client_max_size=4 * 1024 * 1024)
+        # ARM and DNS first: their paths begin with /subscriptions/, which ATOM's would swallow.
+        app.add_routes(ArmApi(self.backend).routes())
+        app.add_routes(DnsApi(self.dns).routes())
+        app.add_routes(AtomApi(self.backend, namespace).routes())
+        return app
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        runners: list[web.AppRunner] = []
+        try:
+            for name, sock in self._sockets.items():
+                runner = web.AppRunner(self._app(name), access_log=None, shutdown_timeout=_SHUTDOWN_SECONDS)
+                await runner.setup()
+                runners.append(runner)
+                await web.SockSite(runner, sock, ssl_context=self.tls.context).start()
+            logger.info("management plane serving %s", self.backend.endpoints)
+        finally:
+            self._started.set()
+        try:
+            await self._stop_event.wait()
+        finally:
+            for runner in runners:
+                # A TLS close waits for the client's close_notify, which pooled client connections
+                # never send; abort them so no socket outlives the loop.
+                server = runner.server
+                for connection in list(server.connections) if server is not None else []:
+                    if connection.transport is not None:
+                        connection.transport.abort()
+                await runner.cleanup()
+            await asyncio.sleep(0)  # let the aborted transports run connection_lost
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except Exception:
+            logger.exception("the management plane stopped with an error")
+            self._started.set()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="federator-emulator-mgmt", daemon=True)
+        self._thread.start()
+        self._started.wait()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving, join the thread, and release sockets and the temporary CA directory."""
+        if self._thread is not None:
+            if self._loop is not None and self._stop_event is not None and not self._loop.is_closed():
+                self._loop.call_soon_threadsafe(self._stop_event.set)
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                raise RuntimeError("management plane thread did not stop")
+            self._thread = None
+        self.close()
+
+    def close(self) -> None:
+        for sock in self._sockets.values():
+            sock.close()
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
