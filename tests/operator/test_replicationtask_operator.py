@@ -109,15 +109,17 @@ def test_children_changed_by_hand_are_put_back(federator_operator: KubeServer) -
     kube.request("POST", RT, task())
     eventually(lambda: get(kube, f"{APPS}/orders"))
 
+    eventually(lambda: (get(kube, f"{RT}/orders") or {}).get("status", {}).get("sparkApplication"))
     kube.request("DELETE", f"{APPS}/orders")
     eventually(lambda: get(kube, f"{APPS}/orders"), message="deleted SparkApplication not restored")
+    eventually(lambda: "DriftCorrected" in event_reasons(kube), message="no Event for the recreated child")
     kube.request(
         "PATCH", f"{CONFIGMAPS}/orders-task", {"data": {"task.json": "{}"}}, "application/merge-patch+json"
     )
     eventually(
         lambda: (get(kube, f"{CONFIGMAPS}/orders-task") or {}).get("data", {}).get("task.json") != "{}"
     )
-    assert "DriftCorrected" in event_reasons(kube)
+    eventually(lambda: event_reasons(kube).count("DriftCorrected") >= 2, message="no Event for the ConfigMap")
 
 
 def test_a_spec_change_updates_the_spark_application(federator_operator: KubeServer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -32,13 +33,28 @@ async def apply(body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any) -> None
 async def observe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: Any) -> None:
     """Keeps status fresh (the Spark application's state) and puts back children changed by hand."""
     while not stopped:
-        await stopped.wait(memo.federator.observe_interval_seconds)
-        if stopped or body.meta.get("deletionTimestamp"):
+        await _pause(stopped, memo.federator.observe_interval_seconds)
+        if stopped or memo.client.closed or body.meta.get("deletionTimestamp"):
             return
-        result = await _reconcile(body, memo)
-        if result.status_patch:
-            path = TASKS.path(body.meta["namespace"], body.meta["name"], "status")
-            await memo.client.patch(path, {"status": result.status_patch})
+        try:
+            result = await _reconcile(body, memo)
+            if result.status_patch:
+                path = TASKS.path(body.meta["namespace"], body.meta["name"], "status")
+                await memo.client.patch(path, {"status": result.status_patch})
+        except Exception:
+            # On shutdown, kopf's cleanup can close the client before it stops daemons: nothing is lost,
+            # the next operator observes again.
+            if memo.client.closed:
+                return
+            raise
+
+
+async def _pause(stopped: kopf.DaemonStopped, seconds: float) -> None:
+    """Sleep, waking early when the daemon is stopped. Not `stopped.wait(timeout)`: its inner task can end
+    in a TimeoutError when shutdown cancels it (Python 3.11's wait_for race), which kopf re-raises."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not stopped and (left := deadline - asyncio.get_running_loop().time()) > 0:
+        await asyncio.sleep(min(left, 0.2))
 
 
 @kopf.on.delete(*RESOURCE)

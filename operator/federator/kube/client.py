@@ -80,6 +80,10 @@ class KubeClient:
     async def close(self) -> None:
         await self._session.close()
 
+    @property
+    def closed(self) -> bool:
+        return self._session.closed
+
     async def get(self, path: str) -> dict[str, Any] | None:
         """The object, or None when it does not exist."""
         try:

@@ -114,7 +114,12 @@ async def _pass(client: KubeClient, settings: OperatorSettings, body: dict[str, 
             Note("Warning", "DriftCorrected", f"ConfigMap {plan.spark_app.config_map} was changed; restored")
         )
     outcome, app = await ensure(client, app_ref, render_spark_application(plan.launcher, plan.spark_app))
-    if outcome is Outcome.CREATED:
+    existed = bool((body.get("status") or {}).get("sparkApplication"))
+    if outcome is Outcome.CREATED and existed:
+        notes.append(
+            Note("Warning", "DriftCorrected", f"{launcher.KIND} {plan.spark_app.name} was deleted; recreated")
+        )
+    elif outcome is Outcome.CREATED:
         notes.append(
             Note("Normal", "SparkApplicationCreated", f"{launcher.KIND} {plan.spark_app.name} created")
         )
