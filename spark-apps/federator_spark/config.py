@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from federator.api.base import EndpointConnection
+from federator.api.base import EndpointConnection, SecretKeySelector
 from federator.api.replicationtask import ReplicationTaskSpec
 from federator_spark.connections import Connection
 
@@ -28,14 +28,18 @@ class TaskConfig:
     status_file: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
+    def secret_env_for(self, selector: SecretKeySelector) -> str:
+        """The environment variable that holds a Secret key's value in the Spark pods."""
+        ref = f"{selector.name}/{selector.key}"
+        env = self.secret_env.get(ref)
+        if env is None:
+            raise TaskConfigError(f"secretEnv has no environment variable for secret {ref!r}")
+        return env
+
     def connection(self, endpoint: EndpointConnection) -> Connection:
         """How executors reach ``endpoint``'s namespace."""
         if endpoint.secret_ref is not None:
-            ref = f"{endpoint.secret_ref.name}/{endpoint.secret_ref.key}"
-            env = self.secret_env.get(ref)
-            if env is None:
-                raise TaskConfigError(f"secretEnv has no environment variable for secret {ref!r}")
-            return Connection(connection_string_env=env)
+            return Connection(connection_string_env=self.secret_env_for(endpoint.secret_ref))
         if endpoint.workload_identity is not None:
             identity = endpoint.workload_identity
             return Connection(

@@ -18,17 +18,24 @@ from federator_spark.routing import UNROUTED, Router
 STATE_DIR = "federator"  # under the checkpoint location, next to Spark's offsets/ and commits/
 
 
+TargetKind = Literal["eventHub", "serviceBus", "postgres"]
+
+
 @dataclass(frozen=True)
 class TargetPlan:
     name: str
-    kind: Literal["eventHub", "serviceBus"]
-    connection: Connection
-    entity: str  # event hub, queue or topic name
+    kind: TargetKind
+    connection: Connection  # for PostgreSQL: the libpq URI, by environment variable
+    entity: str  # event hub, queue, topic or table name
     is_topic: bool = False
+    mode: Literal["history", "compacted"] = "history"  # PostgreSQL log projection only
+    set_properties: dict[str, str] = field(default_factory=dict)  # stamped on every event written here
 
     @property
     def identity(self) -> str:
         """Names the entity in loop-prevention markers."""
+        if self.kind == "postgres":
+            return f"postgres/{self.entity}"
         return f"{self.connection.host}/{self.entity}"
 
 
@@ -51,17 +58,34 @@ class WritePlan:
 
 
 def _target(name: str, endpoint: Endpoint, config: TaskConfig) -> TargetPlan:
+    stamped = dict(endpoint.set_properties or {})
     if endpoint.event_hub is not None:
         hub = endpoint.event_hub
-        return TargetPlan(name, "eventHub", config.connection(hub.connection), hub.event_hub_name)
+        return TargetPlan(
+            name, "eventHub", config.connection(hub.connection), hub.event_hub_name, set_properties=stamped
+        )
     if endpoint.service_bus is not None:
         bus = endpoint.service_bus
         entity = bus.queue_name or bus.topic_name
         assert entity is not None
         return TargetPlan(
-            name, "serviceBus", config.connection(bus.connection), entity, bus.topic_name is not None
+            name,
+            "serviceBus",
+            config.connection(bus.connection),
+            entity,
+            bus.topic_name is not None,
+            set_properties=stamped,
         )
-    raise TaskConfigError(f"target {name!r}: PostgreSQL targets (log projection) are not supported yet")
+    assert endpoint.postgres is not None
+    table = endpoint.postgres
+    return TargetPlan(
+        name,
+        "postgres",
+        Connection(connection_string_env=config.secret_env_for(table.connection_secret_ref)),
+        table.table,
+        mode=table.mode,
+        set_properties=stamped,
+    )
 
 
 def plan_from_task(config: TaskConfig) -> WritePlan:

@@ -43,10 +43,16 @@ class TaskReport(WriterCommitMessage):
 
 
 def _publisher(target: TargetPlan) -> Any:
+    """A publisher has ``add(event, properties)``, ``flush()`` and ``close()``; imported lazily so an
+    executor loads only the SDKs its targets need."""
     if target.kind == "eventHub":
         from federator_spark.sinks.eventhubs import EventHubPublisher
 
         return EventHubPublisher(target)
+    if target.kind == "postgres":
+        from federator_spark.sinks.postgres import PostgresPublisher
+
+        return PostgresPublisher(target)
     from federator_spark.sinks.servicebus import ServiceBusPublisher
 
     return ServiceBusPublisher(target)
