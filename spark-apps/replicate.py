@@ -1,62 +1,12 @@
-"""Entry point of the replication Spark application: runs one ReplicationTask.
+"""The file spark-submit runs (`local:///opt/federator/replicate.py` in the image): the replication app
+of the installed `federator_spark` package.
 
 spark-submit replicate.py --task-config /etc/federator/task/task.json
-python replicate.py --task-config task.json --master local[2] [--available-now]
 """
 
-from __future__ import annotations
-
-import argparse
-import logging
-import signal
 import sys
-from types import FrameType
 
-from pyspark.sql import SparkSession
-
-from federator_spark import metrics, pipeline
-from federator_spark.config import load_task_config
-from federator_spark.plan import plan_from_task
-
-logger = logging.getLogger("federator.replicate")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--task-config", required=True, help="path to the task config JSON, or the JSON itself"
-    )
-    parser.add_argument("--master", help="Spark master for local runs (spark-submit sets it otherwise)")
-    parser.add_argument("--available-now", action="store_true", help="process what is there, then stop")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    config = load_task_config(args.task_config)
-    plan = plan_from_task(config)
-    builder = SparkSession.builder.appName(f"federator-{config.namespace}-{config.name}").config(
-        "spark.sql.session.timeZone", "UTC"
-    )
-    if args.master:
-        builder = builder.master(args.master).config("spark.ui.enabled", "false")
-    spark = builder.getOrCreate()
-    server = None
-    if config.metrics_port and plan.status_file:
-        server = metrics.serve(config.metrics_port, plan.status_file, config.namespace, config.name)
-    query = pipeline.start(spark, config, available_now=args.available_now)
-
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        logger.info("signal %d: stopping the query", signum)
-        query.stop()
-
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        query.awaitTermination()
-    finally:
-        if server is not None:
-            server.shutdown()
-        spark.stop()
-    return 0
-
+from federator_spark.app import main
 
 if __name__ == "__main__":
     sys.exit(main())

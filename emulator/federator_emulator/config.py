@@ -78,6 +78,8 @@ class _ReceivableConfig(_Model):
     default_message_ttl_seconds: float | None = Field(default=None, gt=0)
     dead_lettering_on_message_expiration: bool = False
     requires_session: bool = False
+    # Free text the owner keeps on the entity (management APIs only), e.g. Federator's ownership marker.
+    user_metadata: str | None = Field(default=None, max_length=1024)
 
 
 class _DuplicateDetectionConfig(_Model):

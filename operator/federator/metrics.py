@@ -27,6 +27,18 @@ RESOURCES = Gauge(
     ["kind", "condition", "status"],
     registry=REGISTRY,
 )
+MANAGEMENT_REQUESTS = Counter(
+    "federator_management_requests_total",
+    "HTTP requests to Azure management APIs (ARM quotas count these), retries included.",
+    ["api", "method"],
+    registry=REGISTRY,
+)
+FAILOVERS = Counter(
+    "federator_failovers_total",
+    "Switches of a FailoverGroup's producers to another member (failovers, planned switches, failbacks).",
+    ["namespace", "group", "from", "to"],
+    registry=REGISTRY,
+)
 
 # (kind, namespace, name) → {condition type: status}; the gauge is recomputed from it.
 _LATEST: dict[tuple[str, str, str], dict[str, str]] = {}

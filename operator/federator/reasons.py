@@ -21,14 +21,56 @@ SECRET_NOT_FOUND = "SecretNotFound"
 SECRET_KEY_NOT_FOUND = "SecretKeyNotFound"
 LAUNCHER_NOT_INSTALLED = "LauncherNotInstalled"
 SPARK_APPLICATION_FAILED = "SparkApplicationFailed"
+CONFIG_MAP_NOT_FOUND = "ConfigMapNotFound"  # a ConfigMap (or its key) an editor reads
+# Local mode (`federator run`) only.
+EMULATOR_ENTITY_CONFLICT = "EmulatorEntityConflict"
+EMULATOR_FAILED = "EmulatorFailed"
+
+# ServiceBusMirror. Ready=True: every member provisioned and every pair's task Ready.
+MIRRORING = "Mirroring"
+# Reconciling=True
+MANAGEMENT_UNAVAILABLE = "ManagementUnavailable"  # throttled, 5xx, unreachable: retried with backoff
+PAIRS_PENDING = "PairsPending"  # provisioned; some generated tasks are not Ready yet
+# Stalled=True
+MANAGEMENT_AUTH_FAILED = "ManagementAuthFailed"
+ENTITY_NOT_FOUND = "EntityNotFound"  # the topic (or namespace) the mirror builds on does not exist
+ENTITY_NOT_OWNED = "EntityNotOwned"  # an entity to create exists and was not created by this mirror
+MANAGEMENT_REQUEST_REJECTED = "ManagementRequestRejected"
+CONNECTION_STRING_INVALID = "ConnectionStringInvalid"
+PAIR_FAILED = "PairFailed"
+# Domain conditions of ServiceBusMirror when True (when False they carry one of the reasons above).
+PROVISIONED = "Provisioned"  # RulesProvisioned
+PAIRS_READY = "PairsReady"  # TasksReady
+
+# FailoverGroup. Ready=True: endpoints published and the producers' member healthy.
+ACTIVE = "Active"
+# Reconciling=True (also ManagementUnavailable while DNS cannot be written)
+FAILING_BACK = "FailingBack"  # producers on the primary, consumers draining the secondary
+ACTIVE_MEMBER_UNHEALTHY = "ActiveMemberUnhealthy"
+# Stalled=True: InvalidSpec, SecretNotFound, SecretKeyNotFound, EmulatorOnlyInLocalMode, and for DNS
+# ManagementAuthFailed, EntityNotFound (the zone), ManagementRequestRejected.
+# Domain condition FailedOver: False OnPrimary; True OnSecondary or FailingBack.
+ON_PRIMARY = "OnPrimary"
+ON_SECONDARY = "OnSecondary"
+# ReplicationTask following a FailoverGroup.
+FAILOVER_GROUP_PENDING = "FailoverGroupPending"  # Reconciling: the group has not chosen its members yet
+FAILOVER_GROUP_NOT_FOUND = "FailoverGroupNotFound"  # Stalled
+# ReplicationTask domain condition SourceReachable (informative: Ready does not depend on it).
+SOURCE_REACHABLE = "Reachable"
+SOURCE_UNREACHABLE = "Unreachable"
 
 BY_CONDITION: dict[str, tuple[str, ...]] = {
-    "Ready": (RUNNING,),
+    "Ready": (RUNNING, MIRRORING, ACTIVE),
     "Reconciling": (
         SPARK_APPLICATION_PENDING,
         SPARK_APPLICATION_RESTARTING,
         SPARK_APPLICATION_STOPPED,
         SPARK_APPLICATION_STATE_UNKNOWN,
+        MANAGEMENT_UNAVAILABLE,
+        PAIRS_PENDING,
+        FAILING_BACK,
+        ACTIVE_MEMBER_UNHEALTHY,
+        FAILOVER_GROUP_PENDING,
     ),
     "Stalled": (
         INVALID_SPEC,
@@ -38,5 +80,15 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         SECRET_KEY_NOT_FOUND,
         LAUNCHER_NOT_INSTALLED,
         SPARK_APPLICATION_FAILED,
+        MANAGEMENT_AUTH_FAILED,
+        ENTITY_NOT_FOUND,
+        ENTITY_NOT_OWNED,
+        MANAGEMENT_REQUEST_REJECTED,
+        CONNECTION_STRING_INVALID,
+        PAIR_FAILED,
+        CONFIG_MAP_NOT_FOUND,
+        EMULATOR_ENTITY_CONFLICT,
+        EMULATOR_FAILED,
+        FAILOVER_GROUP_NOT_FOUND,
     ),
 }

@@ -33,6 +33,12 @@ class OperatorSettings:
     """Pause before retrying a task blocked on something outside it (a missing Secret, no launcher)."""
     metrics_port: int = 9090
     """Port of the operator's own Prometheus endpoint."""
+    arm_endpoint: str = "https://management.azure.com"
+    """Azure Resource Manager endpoint; another cloud's for sovereign clouds."""
+    ca_bundle: str = ""
+    """CA bundle for the management APIs (ARM, Service Bus administration, DNS). Default: system CAs."""
+    drift_interval_seconds: int = 300
+    """How often provisioned Service Bus entities are re-read for drift (one management read per entity)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:

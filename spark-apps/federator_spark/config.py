@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from federator.api.base import EndpointConnection, SecretKeySelector
+from federator.api.base import ConfigMapKeySelector, EndpointConnection, SecretKeySelector
 from federator.api.replicationtask import ReplicationTaskSpec
 from federator_spark.connections import Connection
 
@@ -26,6 +26,7 @@ class TaskConfig:
     metrics_port: int | None = None
     emulator_connections: dict[str, str] = field(default_factory=dict)
     status_file: str | None = None
+    config_map_files: dict[str, str] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
 
     def secret_env_for(self, selector: SecretKeySelector) -> str:
@@ -35,6 +36,25 @@ class TaskConfig:
         if env is None:
             raise TaskConfigError(f"secretEnv has no environment variable for secret {ref!r}")
         return env
+
+    def config_map_text(self, selector: ConfigMapKeySelector) -> str:
+        """A ConfigMap key's content: the pods (and local mode) see each key as a file."""
+        ref = f"{selector.name}/{selector.key}"
+        path = self.config_map_files.get(ref)
+        if path is None:
+            raise TaskConfigError(f"configMapFiles has no file for ConfigMap key {ref!r}")
+        try:
+            return Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise TaskConfigError(f"ConfigMap key {ref!r}: cannot read {path}: {error}") from None
+
+    def config_map_json(self, selector: ConfigMapKeySelector) -> Any:
+        text = self.config_map_text(selector)
+        try:
+            return json.loads(text)
+        except ValueError as error:
+            ref = f"{selector.name}/{selector.key}"
+            raise TaskConfigError(f"ConfigMap key {ref!r} is not JSON: {error}") from None
 
     def connection(self, endpoint: EndpointConnection) -> Connection:
         """How executors reach ``endpoint``'s namespace."""
@@ -74,6 +94,7 @@ def parse_task_config(raw: dict[str, Any]) -> TaskConfig:
         metrics_port=raw.get("metricsPort"),
         emulator_connections=dict(raw.get("emulatorConnections") or {}),
         status_file=raw.get("statusFile"),
+        config_map_files=dict(raw.get("configMapFiles") or {}),
         raw=raw,
     )
 

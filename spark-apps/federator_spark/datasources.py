@@ -1,5 +1,5 @@
-"""The Python data sources, registered by name: ``eventhubs`` (stream reader and writer),
-``servicebus`` (stream writer) and ``federator-replication`` (the whole task's writer: editors,
+"""The Python data sources, registered by name: ``eventhubs`` and ``servicebus`` (stream readers and
+writers) and ``federator-replication`` (the whole task's writer: editors,
 routing, several targets)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from federator_spark.events import SCHEMA
 from federator_spark.plan import plan_from_sink_options, plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
 from federator_spark.sources.eventhubs import EventHubsStreamReader
+from federator_spark.sources.servicebus import ServiceBusStreamReader
 
 
 class EventHubsDataSource(DataSource):
@@ -34,7 +35,8 @@ class EventHubsDataSource(DataSource):
 
 
 class ServiceBusDataSource(DataSource):
-    """Service Bus queue or topic (writer only so far); options: see :func:`plan_from_sink_options`."""
+    """Service Bus. Reader (queue, subscription or dead-letter sub-queue) options: see
+    :class:`ServiceBusStreamReader`. Writer (queue or topic) options: see :func:`plan_from_sink_options`."""
 
     @classmethod
     def name(cls) -> str:
@@ -42,6 +44,9 @@ class ServiceBusDataSource(DataSource):
 
     def schema(self) -> str:
         return SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return ServiceBusStreamReader(self.options)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return ReplicationWriter(plan_from_sink_options("serviceBus", self.options))

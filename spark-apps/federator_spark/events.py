@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +19,11 @@ SCHEMA = (
     "properties map<string,string>, system_properties map<string,string>"
 )
 
+# System property a source sets to say what it reads; Service Bus rows carry SERVICE_BUS.
+SOURCE_KIND = "source_kind"
+SERVICE_BUS = "serviceBus"
+_MAX_MESSAGE_ID = 128  # Service Bus's limit
+
 # Event Hubs / AMQP property names → the Service Bus system property names conditions use.
 _SYSTEM_NAMES = {
     "message_id": "MessageId",
@@ -28,9 +34,17 @@ _SYSTEM_NAMES = {
     "reply_to": "ReplyTo",
 }
 
+_UNDECODED: Any = object()
+
+
+class NotJson(ValueError):
+    """The body is not a JSON document."""
+
 
 @dataclass
 class Event:
+    """One event. Editors treat it as immutable: a change is a new Event (:meth:`edited`)."""
+
     body: bytes
     source: str
     partition: str
@@ -41,6 +55,9 @@ class Event:
     partition_key: str | None
     properties: dict[str, str] = field(default_factory=dict)
     system_properties: dict[str, str] = field(default_factory=dict)
+    # The decoded JSON body once something asked for it, or why it is not JSON.
+    _document: Any = field(default=_UNDECODED, init=False, repr=False, compare=False)
+    _not_json: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_row(cls, row: Any) -> Event:
@@ -62,27 +79,84 @@ class Event:
 
     @property
     def identity(self) -> str:
-        """Stable across replays: the Service Bus MessageId and the dedupe key at an Event Hubs target."""
+        """Stable across replays: the dedupe key at an Event Hubs target and the row key of projections."""
         return f"{self.source}/{self.partition}/{self.sequence_number}"
 
-    def sql_message(self) -> SqlMessage:
-        system: dict[str, Any] = {
-            name: self.system_properties[key]
-            for key, name in _SYSTEM_NAMES.items()
-            if key in self.system_properties
-        }
-        system["SequenceNumber"] = self.sequence_number
-        system["EnqueuedTimeUtc"] = self.enqueued_time
-        if self.partition_key is not None:
-            system["PartitionKey"] = self.partition_key
-        return SqlMessage(system=system, user=dict(self.properties), body=_json_or_none(self.body))
+    @property
+    def message_id(self) -> str:
+        """MessageId at a Service Bus target, stable across replays so duplicate detection drops them. A
+        Service Bus source's own MessageId is kept: consumers of mirrored entities deduplicate by it across
+        namespaces. Otherwise the source identity, hashed when longer than Service Bus allows."""
+        system = self.system_properties
+        if system.get(SOURCE_KIND) == SERVICE_BUS and system.get("message_id"):
+            return system["message_id"]
+        identity = self.identity
+        if len(identity) <= _MAX_MESSAGE_ID:
+            return identity
+        return hashlib.sha256(identity.encode()).hexdigest()
+
+    def json(self) -> Any:
+        """The body as a JSON document, decoded once; raises :class:`NotJson`."""
+        if self._document is _UNDECODED and self._not_json is None:
+            try:
+                self._document = json.loads(self.body)
+            except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
+                self._not_json = f"body is not JSON: {error}"
+        if self._not_json is not None:
+            raise NotJson(self._not_json)
+        return self._document
+
+    def edited(self, *, document: Any = _UNDECODED, **changes: Any) -> Event:
+        """A copy with ``changes`` (``body``, ``properties``, ``system_properties``...); ``document``
+        is the new body already decoded, which spares a later reader decoding it again."""
+        if not changes.keys() <= _FIELDS:
+            raise TypeError(f"Event has no field {sorted(changes.keys() - _FIELDS)}")
+        copy = object.__new__(Event)  # a plain copy: half the cost of dataclasses.replace, per event
+        copy.__dict__.update(self.__dict__)
+        copy.__dict__.update(changes)
+        if "body" in changes:
+            copy._document, copy._not_json = document, None
+        return copy
 
 
-def _json_or_none(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
+_FIELDS = frozenset(f.name for f in fields(Event) if f.init)
+
+
+class EventMessage(SqlMessage):
+    """An event as conditions and editors read it. Built per event but filled on first read, so a
+    body nobody inspects is never decoded: ``user`` is the event's own property map (read-only here),
+    ``system`` the Service Bus names of its system properties, ``body`` the JSON document or None."""
+
+    def __init__(self, event: Event) -> None:  # no dataclass __init__: the fields are computed
+        self.event = event
+        self._system: dict[str, Any] | None = None
+
+    @property
+    def user(self) -> dict[str, Any]:  # type: ignore[override]
+        return self.event.properties
+
+    @property
+    def system(self) -> dict[str, Any]:  # type: ignore[override]
+        if self._system is None:
+            event = self.event
+            system: dict[str, Any] = {
+                name: event.system_properties[key]
+                for key, name in _SYSTEM_NAMES.items()
+                if key in event.system_properties
+            }
+            system["SequenceNumber"] = event.sequence_number
+            system["EnqueuedTimeUtc"] = event.enqueued_time
+            if event.partition_key is not None:
+                system["PartitionKey"] = event.partition_key
+            self._system = system
+        return self._system
+
+    @property
+    def body(self) -> Any:
+        try:
+            return self.event.json()
+        except NotJson:
+            return None
 
 
 def iso(moment: datetime) -> str:

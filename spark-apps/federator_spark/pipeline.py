@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from federator_spark.commits import INITIAL, CommitLog
-from federator_spark.config import TaskConfig, TaskConfigError
+from federator_spark.config import TaskConfig
 from federator_spark.datasources import register
 from federator_spark.plan import WritePlan, plan_from_task
 from federator_spark.sinks.replication import record_tails
@@ -16,11 +16,13 @@ from federator_spark.sinks.replication import record_tails
 logger = logging.getLogger(__name__)
 
 
-def source_options(config: TaskConfig) -> dict[str, str]:
+def source_options(config: TaskConfig) -> tuple[str, dict[str, str]]:
+    """The data source reading the task's source, and its options."""
     spec = config.spec
+    if spec.source.service_bus is not None:
+        return "servicebus", _servicebus_options(config)
     source = spec.source.event_hub
-    if source is None:
-        raise TaskConfigError("Service Bus sources are not supported by the replication app yet")
+    assert source is not None  # the spec model requires exactly one source
     options = {
         "connection": config.connection(source.connection).to_option(),
         "eventHubName": source.event_hub_name,
@@ -33,6 +35,29 @@ def source_options(config: TaskConfig) -> dict[str, str]:
         options["partitionIds"] = ",".join(source.partition_ids)
     if spec.runtime.max_events_per_trigger is not None:
         options["maxEventsPerTrigger"] = str(spec.runtime.max_events_per_trigger)
+    return "eventhubs", options
+
+
+def _servicebus_options(config: TaskConfig) -> dict[str, str]:
+    spec = config.spec
+    source = spec.source.service_bus
+    assert source is not None
+    limit = source.max_messages_per_batch
+    if spec.runtime.max_events_per_trigger is not None:
+        limit = min(limit, spec.runtime.max_events_per_trigger)
+    options = {
+        "connection": config.connection(source.connection).to_option(),
+        "subQueue": source.sub_queue,
+        "maxMessagesPerBatch": str(limit),
+        # The spool and the commit log that decides completion live under the query's checkpoint.
+        "checkpointLocation": config.checkpoint_location,
+    }
+    if source.queue_name is not None:
+        options["queueName"] = source.queue_name
+    else:
+        assert source.topic_name is not None and source.subscription_name is not None
+        options["topicName"] = source.topic_name
+        options["subscriptionName"] = source.subscription_name
     return options
 
 
@@ -51,7 +76,8 @@ def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = Fals
     register(spark)
     plan = plan_from_task(config)  # fails fast, on the driver, for specs the app cannot run
     prepare_commit_records(plan)
-    reader = spark.readStream.format("eventhubs").options(**source_options(config)).load()
+    source_format, options = source_options(config)
+    reader = spark.readStream.format(source_format).options(**options).load()
     writer = (
         reader.writeStream.format("federator-replication")
         .queryName(f"{config.namespace}.{config.name}")

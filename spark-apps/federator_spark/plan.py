@@ -7,15 +7,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from federator.api.replicationtask import Endpoint
+from federator.api.replicationtask import Endpoint, ReplicationTaskSpec
 from federator_spark.config import TaskConfig, TaskConfigError, local_path
 from federator_spark.connections import Connection
 from federator_spark.editors import build_chain
 from federator_spark.editors.base import EventEditor
-from federator_spark.provenance import LoopSettings, ProvenanceSettings
+from federator_spark.provenance import SOURCE_ID_PROPERTY, LoopSettings, ProvenanceSettings
 from federator_spark.routing import UNROUTED, Router
 
 STATE_DIR = "federator"  # under the checkpoint location, next to Spark's offsets/ and commits/
+# The dead-letter endpoint's name in publishers, counts and status (target names are DNS labels,
+# so no target can take it).
+DEAD_LETTER = "deadLetter"
+DEAD_LETTER_REASON_PROPERTY = "repl-dead-letter-reason"
 
 
 TargetKind = Literal["eventHub", "serviceBus", "postgres"]
@@ -46,6 +50,7 @@ class WritePlan:
     targets: dict[str, TargetPlan]
     router: Router
     editors: list[EventEditor] = field(default_factory=list)
+    dead_letter: TargetPlan | None = None  # receives the events editors reject
     provenance: ProvenanceSettings = field(default_factory=ProvenanceSettings)
     loop: LoopSettings | None = None
     effectively_once: bool = False
@@ -55,6 +60,13 @@ class WritePlan:
     def __post_init__(self) -> None:
         if self.effectively_once and self.state_dir is None:
             raise ValueError("effectively-once delivery needs a checkpoint location for its commit records")
+
+    @property
+    def endpoints(self) -> dict[str, TargetPlan]:
+        """Everything this task writes to: the targets (with `unrouted`) and the dead-letter endpoint."""
+        if self.dead_letter is None:
+            return self.targets
+        return {**self.targets, DEAD_LETTER: self.dead_letter}
 
 
 def _target(name: str, endpoint: Endpoint, config: TaskConfig) -> TargetPlan:
@@ -88,15 +100,35 @@ def _target(name: str, endpoint: Endpoint, config: TaskConfig) -> TargetPlan:
     )
 
 
+def _refuse_reserved_properties(spec: ReplicationTaskSpec) -> None:
+    """setProperties must not overwrite the metadata this app itself writes and reads back."""
+    provenance, loop = spec.provenance, spec.loop_prevention
+    reserved = {SOURCE_ID_PROPERTY, DEAD_LETTER_REASON_PROPERTY}
+    if provenance.enabled:
+        reserved |= {
+            provenance.enqueue_time_property,
+            provenance.sequence_property,
+            provenance.offset_property,
+        }
+    if loop is not None:
+        reserved.add(loop.marker_property)
+    endpoints: list[tuple[str, Endpoint | None]] = [(f"spec.targets[{t.name}]", t) for t in spec.targets]
+    endpoints += [("spec.unrouted", spec.unrouted), ("spec.deadLetter", spec.dead_letter)]
+    for path, endpoint in endpoints:
+        clash = sorted(reserved.intersection(endpoint.set_properties or {})) if endpoint else []
+        if clash:
+            raise TaskConfigError(f"{path}.setProperties must not set {clash}: the app writes them itself")
+
+
 def plan_from_task(config: TaskConfig) -> WritePlan:
     spec = config.spec
-    if spec.dead_letter is not None:
-        raise TaskConfigError("spec.deadLetter is not supported by the replication app yet")
+    _refuse_reserved_properties(spec)
     targets = {t.name: _target(t.name, t, config) for t in spec.targets}
     if spec.unrouted is not None:
         if UNROUTED in targets:
             raise TaskConfigError(f"a target named {UNROUTED!r} clashes with spec.unrouted")
         targets[UNROUTED] = _target(UNROUTED, spec.unrouted, config)
+    dead_letter = _target(DEAD_LETTER, spec.dead_letter, config) if spec.dead_letter else None
     provenance = spec.provenance
     loop = spec.loop_prevention
     state_dir = str(local_path(config.checkpoint_location) / STATE_DIR)
@@ -105,7 +137,8 @@ def plan_from_task(config: TaskConfig) -> WritePlan:
         namespace=config.namespace,
         targets=targets,
         router=Router.build({t.name: t.condition for t in spec.targets}, spec.unrouted is not None),
-        editors=build_chain(spec.editors),
+        editors=build_chain(spec.editors, config),
+        dead_letter=dead_letter,
         provenance=ProvenanceSettings(
             provenance.enabled,
             provenance.enqueue_time_property,

@@ -51,11 +51,13 @@ def test_validate_reports_a_missing_file_without_crashing(tmp_path: Path) -> Non
     assert "cannot read" in result.stdout
 
 
-@pytest.mark.parametrize("command", [["run", "-f", "x.yaml"], ["demo"]])
-def test_unbuilt_commands_say_so_and_fail(command: list[str]) -> None:
-    result = runner.invoke(app, command)
+def test_run_refuses_a_missing_manifest_before_starting_anything(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["run", "-f", str(tmp_path / "nope.yaml"), "--state-dir", str(tmp_path / "s")]
+    )
     assert result.exit_code != 0
-    assert "not built yet" in result.stderr
+    assert "cannot read" in result.output
+    assert not (tmp_path / "s").exists()
 
 
 def test_console_script_is_installed() -> None:

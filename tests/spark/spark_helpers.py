@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +119,31 @@ def run_task(spark: Any, raw: dict[str, Any]) -> Any:
     if query.exception() is not None:
         raise AssertionError(str(query.exception()))
     return query
+
+
+REPLICATE = Path(__file__).resolve().parents[2] / "spark-apps" / "replicate.py"
+
+
+def start_app(config_path: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                str(REPLICATE),
+                "--task-config",
+                str(config_path),
+                "--master",
+                "local[2]",
+                *extra,
+            ],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -15,11 +13,10 @@ from typing import Any
 
 import pytest
 from azure.eventhub import EventHubProducerClient
-from spark_helpers import eh_endpoint, prop, read_all, send, task_config
+from spark_helpers import eh_endpoint, prop, read_all, send, start_app, task_config
 
 pytestmark = pytest.mark.slow
 
-REPLICATE = Path(__file__).resolve().parents[2] / "spark-apps" / "replicate.py"
 CONFIG = {
     "namespaces": [
         {
@@ -30,31 +27,6 @@ CONFIG = {
 }
 EVENTS = 400
 PER_TRIGGER = 100
-
-
-def start_app(config_path: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-    }
-    with log.open("ab") as output:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                str(REPLICATE),
-                "--task-config",
-                str(config_path),
-                "--master",
-                "local[2]",
-                *extra,
-            ],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
 
 
 def target_count(cs: str) -> int:

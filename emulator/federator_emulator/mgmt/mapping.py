@@ -16,7 +16,7 @@ from federator_emulator.config import CorrelationFilterConfig, RuleConfig
 from federator_emulator.mgmt import durations
 
 M = TypeVar("M", bound=BaseModel)
-Kind = Literal["bool", "int", "duration", "ttl"]
+Kind = Literal["bool", "int", "duration", "ttl", "text"]
 
 # (property name, config field, kind). Configs without a field simply skip the row.
 PROPERTIES: list[tuple[str, str, Kind]] = [
@@ -27,6 +27,7 @@ PROPERTIES: list[tuple[str, str, Kind]] = [
     ("deadLetteringOnMessageExpiration", "dead_lettering_on_message_expiration", "bool"),
     ("duplicateDetectionHistoryTimeWindow", "duplicate_detection_window_seconds", "duration"),
     ("maxDeliveryCount", "max_delivery_count", "int"),
+    ("userMetadata", "user_metadata", "text"),
 ]
 
 # Correlation filter properties (ARM/ATOM camelCase name -> config field); ATOM says Label too.
@@ -49,6 +50,8 @@ def _convert(value: Any, kind: Kind) -> Any:
         return value if isinstance(value, bool) else str(value).strip().lower() == "true"
     if kind == "int":
         return int(value)
+    if kind == "text":
+        return str(value)
     if kind == "duration":
         return durations.parse(str(value))
     return durations.parse_optional(None if value is None else str(value))
@@ -74,6 +77,8 @@ def properties_of(config: BaseModel) -> dict[str, Any]:
         if field not in values:
             continue
         value = values[field]
+        if kind == "text" and value is None:
+            continue
         out[prop] = durations.render(value) if kind in ("duration", "ttl") else value
     return out
 

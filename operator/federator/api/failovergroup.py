@@ -8,13 +8,17 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, StringConstraints
 
 from federator.api.base import (
+    QUEUE_OR_SUBSCRIPTION_RULES,
     Condition,
     DnsLabel,
+    EntityName,
     FedModel,
     NamespaceConnection,
     QueueOrSubscription,
     ResourceName,
+    SubscriptionName,
     cel,
+    exactly_one,
     list_map,
 )
 from federator.api.servicebusmirror import UUID, ArmCredential
@@ -39,6 +43,28 @@ class FailoverMember(FedModel):
     `contoso-weu.servicebus.windows.net`."""
 
 
+class ProbeEntity(FedModel):
+    """An entity every member has, read by the probe's management request: an event hub (its properties are
+    read) or a Service Bus queue or topic subscription (one message is peeked; nothing is received). Set
+    `eventHubName`, `queueName`, or `topicName` with `subscriptionName`."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            exactly_one("eventHubName", "queueName", "topicName"),
+            *QUEUE_OR_SUBSCRIPTION_RULES[1:],
+        )
+    )
+
+    event_hub_name: EntityName | None = None
+    """An event hub (Event Hubs namespaces)."""
+    queue_name: EntityName | None = None
+    """A queue (Service Bus namespaces)."""
+    topic_name: EntityName | None = None
+    """A topic (with `subscriptionName`)."""
+    subscription_name: SubscriptionName | None = None
+    """A subscription of `topicName`."""
+
+
 class Probe(FedModel):
     """Health probe of each member: an AMQP connection and a management read."""
 
@@ -48,6 +74,9 @@ class Probe(FedModel):
     """Time after which a probe counts as failed. Default: 5."""
     failure_threshold: Annotated[int, Field(ge=1, le=100)] = 3
     """Consecutive failures of the active member that trigger an automatic failover. Default: 3."""
+    entity: ProbeEntity | None = None
+    """The entity the management read targets. Default: the first of `failback.drainEntities`; required for
+    Event Hubs groups."""
 
 
 class Failback(FedModel):
@@ -111,17 +140,25 @@ class FailoverGroupSpec(FedModel):
                 "activeMember must name a member",
                 ".activeMember",
             ),
+            (
+                "has(self.probe.entity) || self.failback.drainEntities.size() > 0",
+                "set probe.entity (or failback.drainEntities): the entity the health probe reads",
+                ".probe",
+            ),
         )
     )
 
     mode: Literal["manual", "automatic"] = "manual"
     """`manual`: only `activeMember` switches. `automatic`: `failureThreshold` consecutive probe failures
-    of the active member switch to the next healthy member. Default: manual."""
+    of the active member switch to the next healthy member (the primary first); failing back stays a
+    deliberate act (a change of `activeMember`). Default: manual."""
     primary_member: DnsLabel
     """The preferred member; failback returns to it."""
     active_member: DnsLabel | None = None
     """The manual switch: the member producers and consumers should use. Default: `primaryMember`. In
-    automatic mode a change is honoured too (a planned switch)."""
+    automatic mode a change of this field is honoured too (a planned switch, or the failback after an
+    automatic failover); switching to the primary moves producers first and consumers once the member
+    they leave is drained."""
     members: Annotated[
         list[FailoverMember], Field(min_length=2, max_length=8, json_schema_extra=list_map("name"))
     ]
@@ -155,7 +192,7 @@ class FailoverGroupStatus(FedModel):
     observed_generation: int | None = None
     """The generation of the spec this status describes."""
     conditions: Annotated[list[Condition], Field(max_length=16, json_schema_extra=list_map("type"))] = []
-    """`Ready`, `Reconciling`, `Stalled`, `FailoverInProgress`."""
+    """`Ready`, `Reconciling`, `Stalled`, `FailedOver`."""
     phase: Literal["Normal", "FailedOver", "FailingBack"] | None = None
     """`Normal` (on the primary), `FailedOver` (on a secondary) or `FailingBack` (producers back on the
     primary, consumers draining the secondary)."""
@@ -165,5 +202,14 @@ class FailoverGroupStatus(FedModel):
     """Member consumers use now."""
     last_transition_time: datetime | None = None
     """When producers or consumers last switched."""
+    producer_since: datetime | None = None
+    """When producers moved to `producerMember`."""
+    consumer_since: datetime | None = None
+    """When consumers moved to `consumerMember` (ReplicationTasks that follow the group resume from it)."""
+    requested_member: str | None = None
+    """The value of `spec.activeMember` the operator last acted on (empty when unset): a change of the
+    field is a switch request."""
+    drain_pending: Annotated[list[str], Field(max_length=64)] = []
+    """While failing back: drain entities of the consumers' member that still hold messages."""
     probes: Annotated[list[ProbeResult], Field(max_length=8)] = []
     """Latest probe per member."""

@@ -198,6 +198,10 @@ class MemberStatus(FedModel):
     """CamelCase reason when not Provisioned."""
     message: str = ""
     """Details for a human."""
+    entities: Annotated[list[Annotated[str, StringConstraints(max_length=600)]], Field(max_length=64)] = []
+    """Entities Federator created on this member and owns (their user metadata carries the mirror's
+    marker), e.g. `topics/orders/subscriptions/repl-b`, `queues/spillover-aux`. Drift is repaired on these
+    and deleting the mirror deletes them; nothing else on the namespace is ever changed."""
 
 
 class PairStatus(FedModel):

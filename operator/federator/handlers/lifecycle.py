@@ -9,6 +9,7 @@ import kopf
 
 from federator import metrics
 from federator.kube.client import KubeClient
+from federator.provision.environment import ManagementEnvironment
 from federator.settings import OperatorSettings
 
 
@@ -38,6 +39,13 @@ async def startup(
     if "federator" not in memo:
         memo.federator = OperatorSettings.from_env()
     memo.client = KubeClient.from_connection_info(_connection(settings))
+    if "management" not in memo:  # tests and local mode bring their own (the emulator's)
+        federator: OperatorSettings = memo.federator
+        memo.management = ManagementEnvironment(
+            arm_endpoint=federator.arm_endpoint,
+            connection_verify=federator.ca_bundle or True,
+            drift_interval_seconds=federator.drift_interval_seconds,
+        )
     if memo.get("serve_metrics", True):
         metrics.serve(memo.federator.metrics_port)
         logger.info("metrics on :%d/metrics", memo.federator.metrics_port)

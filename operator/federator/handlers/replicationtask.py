@@ -10,6 +10,7 @@ import kopf
 
 from federator import metrics
 from federator.api.base import GROUP, VERSION
+from federator.failover.runtime import runtime_of
 from federator.kube.client import ResourceRef
 from federator.reconcile.replicationtask import Result, delete_children, reconcile
 
@@ -29,13 +30,16 @@ async def apply(body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any) -> None
         raise kopf.TemporaryError(f"waiting: {result.blocked_by}", delay=result.retry_after)
 
 
-@kopf.daemon(*RESOURCE, cancellation_timeout=5)
+# A pass in flight (its source probe) is let finish: cancelling the SDKs mid-connection leaks sockets.
+@kopf.daemon(*RESOURCE, cancellation_backoff=6, cancellation_timeout=5)
 async def observe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: Any) -> None:
     """Keeps status fresh (the Spark application's state) and puts back children changed by hand."""
     while not stopped:
         await _pause(stopped, memo.federator.observe_interval_seconds)
         if stopped or memo.client.closed or body.meta.get("deletionTimestamp"):
             return
+        if body.status.get("observedGeneration") != body.meta.get("generation"):
+            continue  # the spec handler has this generation in hand; observing now would race its write
         try:
             result = await _reconcile(body, memo)
             if result.status_patch:
@@ -49,12 +53,19 @@ async def observe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: 
             raise
 
 
-async def _pause(stopped: kopf.DaemonStopped, seconds: float) -> None:
-    """Sleep, waking early when the daemon is stopped. Not `stopped.wait(timeout)`: its inner task can end
-    in a TimeoutError when shutdown cancels it (Python 3.11's wait_for race), which kopf re-raises."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not stopped and (left := deadline - asyncio.get_running_loop().time()) > 0:
-        await asyncio.sleep(min(left, 0.2))
+async def _pause(stopped: kopf.DaemonStopped, seconds: float, wakeup: asyncio.Event | None = None) -> None:
+    """Sleep, waking at once when the daemon is stopped (kopf then sees it exit instantly instead of waiting
+    out the cancellation backoff) or `wakeup` is set. Not `stopped.wait(timeout)`: its inner wait_for can end
+    in a TimeoutError when shutdown cancels it (Python 3.11's race), which kopf re-raises; asyncio.wait's
+    timeout raises nothing."""
+    waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stopped.wait())]
+    if wakeup is not None:
+        waiters.append(asyncio.ensure_future(wakeup.wait()))
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
 
 
 @kopf.on.delete(*RESOURCE)
@@ -68,7 +79,7 @@ async def remove(body: kopf.Body, memo: Any, **_: Any) -> None:
 async def _reconcile(body: kopf.Body, memo: Any) -> Result:
     started = time.monotonic()
     try:
-        result = await reconcile(memo.client, memo.federator, dict(body))
+        result = await reconcile(memo.client, memo.federator, dict(body), runtime_of(memo))
     finally:
         metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     for note in result.notes:

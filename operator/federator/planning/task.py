@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from federator import reasons
-from federator.api.base import API_VERSION, FedModel
+from federator.api.base import API_VERSION, ConfigMapKeySelector, FedModel
 from federator.api.replicationtask import Endpoint, ReplicationTaskSpec, SparkResources
 from federator.planning.errors import PlanningError
+from federator.planning.following import Following
 from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.settings import Launcher, OperatorSettings
 
@@ -19,6 +20,7 @@ MAIN_APPLICATION_FILE = "local:///opt/federator/replicate.py"
 TASK_CONFIG_DIR = "/etc/federator/task"
 TASK_CONFIG_KEY = "task.json"
 CHECKPOINT_MOUNT = "/var/lib/federator/checkpoint"
+CONFIG_MAP_DIR = "/etc/federator/config-maps"  # editor documents: <dir>/<ConfigMap>/<key>
 
 MANAGED_BY = "federator"
 
@@ -49,6 +51,23 @@ class PvcMount:
     sub_path: str
 
 
+@dataclass(frozen=True, order=True)
+class ConfigMapFile:
+    """A ConfigMap key an editor reads (a JSON Schema, a lookup table, an Avro schema), mounted as a file."""
+
+    config_map: str
+    key: str
+
+    @property
+    def ref(self) -> str:
+        """How the task config names it: `<ConfigMap>/<key>`."""
+        return f"{self.config_map}/{self.key}"
+
+    @property
+    def path(self) -> str:
+        return f"{CONFIG_MAP_DIR}/{self.config_map}/{self.key}"
+
+
 @dataclass(frozen=True)
 class SparkAppPlan:
     """Everything a launcher needs, independent of which Spark operator runs it."""
@@ -69,6 +88,7 @@ class SparkAppPlan:
     spark_conf: dict[str, str]
     config_map: str
     secrets: list[SecretBinding] = field(default_factory=list)
+    config_map_files: list[ConfigMapFile] = field(default_factory=list)
     checkpoint_pvc: PvcMount | None = None
     metrics_port: int = 9464
 
@@ -88,9 +108,14 @@ def plan_replication_task(
     settings: OperatorSettings,
     uid: str | None = None,
     generation: int | None = None,
+    local: bool = False,
+    following: Following | None = None,
 ) -> TaskPlan:
-    """The desired children of one task. Raises PlanningError for specs that cannot run in a cluster."""
-    _refuse_local_only(spec)
+    """The desired children of one task. Raises PlanningError for specs that cannot run in a cluster;
+    ``local`` (the `federator run` mode) allows emulator connections, which only exist there. For a task
+    that follows FailoverGroups, ``spec`` is ``following.spec`` (planning/following.py)."""
+    if not local:
+        _refuse_local_only(spec)
     owner = Owner(API_VERSION, "ReplicationTask", name, uid) if uid else None
     labels = {
         "app.kubernetes.io/name": "federator-replication",
@@ -100,6 +125,7 @@ def plan_replication_task(
     }
     checkpoint_location, pvc = _checkpoint(name, namespace, spec, settings)
     secrets = secret_bindings(spec)
+    files = config_map_files(spec)
     config_name = f"{name}-task"
     task_config = {
         "apiVersion": API_VERSION,
@@ -109,8 +135,14 @@ def plan_replication_task(
         "checkpointLocation": checkpoint_location,
         # The app resolves each `secretRef` through these environment variables.
         "secretEnv": {b.ref: b.env_var for b in secrets},
+        # ...and reads each ConfigMap key an editor names from these files.
+        "configMapFiles": {f.ref: f.path for f in files},
         "metricsPort": settings.app_metrics_port,
     }
+    if following is not None and following.members:
+        task_config["followedMembers"] = following.members  # spec path → `group/member`
+        if following.source is not None:
+            task_config["following"] = following.source
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -131,6 +163,7 @@ def plan_replication_task(
             "prometheus.io/scrape": "true",
             "prometheus.io/port": str(settings.app_metrics_port),
             "prometheus.io/path": "/metrics",
+            **(following.annotations if following is not None else {}),
         },
         owner=owner,
         image=runtime.image or settings.spark_image,
@@ -144,10 +177,26 @@ def plan_replication_task(
         spark_conf=spark_conf,
         config_map=config_name,
         secrets=secrets,
+        config_map_files=files,
         checkpoint_pvc=pvc,
         metrics_port=settings.app_metrics_port,
     )
     return TaskPlan(launcher=runtime.launcher or settings.launcher, config_map=config_map, spark_app=app)
+
+
+def config_map_files(spec: ReplicationTaskSpec) -> list[ConfigMapFile]:
+    """Every ConfigMap key the editors read, once each, in a stable order."""
+    found: set[ConfigMapFile] = set()
+    for editor in spec.editors:
+        refs: list[ConfigMapKeySelector | None] = []
+        if editor.validate_ is not None:
+            refs.append(editor.validate_.schema_config_map_ref)
+        if editor.enrich is not None and editor.enrich.lookup is not None:
+            refs.append(editor.enrich.lookup.config_map_ref)
+        if editor.transcode is not None and editor.transcode.avro_schema is not None:
+            refs.append(editor.transcode.avro_schema.config_map_ref)
+        found.update(ConfigMapFile(ref.name, ref.key) for ref in refs if ref is not None)
+    return sorted(found)
 
 
 def _meta(name: str, namespace: str, labels: dict[str, str], owner: Owner | None) -> dict[str, Any]:
@@ -187,7 +236,7 @@ def _refuse_local_only(spec: ReplicationTaskSpec) -> None:
         if getattr(model, "failover_group_ref", None) is not None:
             raise PlanningError(
                 reasons.FAILOVER_GROUP_FOLLOWING_NOT_AVAILABLE,
-                f"{path} follows a FailoverGroup; following a failover is not available in this release yet",
+                f"{path} follows a FailoverGroup: only the operator, which reads the group, can plan it",
             )
 
 

@@ -10,25 +10,20 @@ from federator import reasons
 from federator.api.kinds import REPLICATION_TASK
 from federator.api.replicationtask import ReplicationTaskSpec
 from federator.apply.children import Outcome, ensure
+from federator.failover.runtime import FailoverRuntime
+from federator.failover.tasks import member_switch, read_followed_groups, source_reachable
 from federator.kube.client import CONFIGMAPS, SECRETS, KubeClient, ResourceRef
 from federator.observe.sparkapps import SparkObservation, camel, observe
 from federator.planning.errors import PlanningError
+from federator.planning.following import resolve_following
 from federator.planning.launchers import LAUNCHERS, render_spark_application
 from federator.planning.task import TaskPlan, plan_replication_task
 from federator.settings import OperatorSettings
 from federator.status import conditions as cond
+from federator.status.events import Note as Note  # re-exported: other reconcilers import it from here
 from federator.validation.semantic import semantic_problems
 
 SPARK_RUNNING = "SparkApplicationRunning"
-
-
-@dataclass(frozen=True)
-class Note:
-    """An Event to post on the task."""
-
-    type: Literal["Normal", "Warning"]
-    reason: str
-    message: str
 
 
 @dataclass
@@ -53,9 +48,15 @@ class Result:
     blocked_by: str | None = None
 
 
-async def reconcile(client: KubeClient, settings: OperatorSettings, body: dict[str, Any]) -> Result:
-    """One pass for the task in `body` (its current status included)."""
-    found = await _pass(client, settings, body)
+async def reconcile(
+    client: KubeClient,
+    settings: OperatorSettings,
+    body: dict[str, Any],
+    failover: FailoverRuntime | None = None,
+) -> Result:
+    """One pass for the task in `body` (its current status included). With `failover`, the source is
+    probed (condition SourceReachable)."""
+    found = await _pass(client, settings, body, failover)
     return _status_result(body, found)
 
 
@@ -86,30 +87,39 @@ def _status_result(body: dict[str, Any], found: Findings) -> Result:
     return Result(patch, conditions, notes, found.retry_after, blocked_by)
 
 
-async def _pass(client: KubeClient, settings: OperatorSettings, body: dict[str, Any]) -> Findings:
+async def _pass(
+    client: KubeClient, settings: OperatorSettings, body: dict[str, Any], failover: FailoverRuntime | None
+) -> Findings:
     meta, spec_raw = body["metadata"], body.get("spec") or {}
     problems = semantic_problems(REPLICATION_TASK, spec_raw)
     if problems:
         return Findings(cond.stalled(reasons.INVALID_SPEC, "; ".join(str(p) for p in problems)))
     spec = ReplicationTaskSpec.model_validate(spec_raw)
     try:
+        following = resolve_following(spec, await read_followed_groups(client, meta["namespace"], spec))
         plan = plan_replication_task(
             name=meta["name"],
             namespace=meta["namespace"],
-            spec=spec,
+            spec=following.spec,
             settings=settings,
             uid=meta.get("uid"),
             generation=meta.get("generation"),
+            following=following,
         )
     except PlanningError as err:
+        if err.reason in (reasons.FAILOVER_GROUP_PENDING, reasons.FAILOVER_GROUP_NOT_FOUND):
+            waiting = cond.reconciling if err.reason == reasons.FAILOVER_GROUP_PENDING else cond.stalled
+            return Findings(waiting(err.reason, err.message), retry_after=settings.retry_seconds)
         return Findings(cond.stalled(err.reason, err.message))
     blocked = await _preconditions(client, plan, meta["namespace"], settings)
     if blocked is not None:
         return blocked
     launcher = LAUNCHERS[plan.launcher]
     app_ref = ResourceRef(launcher.API_VERSION, launcher.PLURAL)
-    notes = []
-    if (await ensure(client, CONFIGMAPS, plan.config_map))[0] is Outcome.RESTORED:
+    # A FailoverGroup switch re-plans the children: announced as such, not as drift.
+    switch = await member_switch(client, plan, following)
+    notes = [switch] if switch is not None else []
+    if (await ensure(client, CONFIGMAPS, plan.config_map))[0] is Outcome.RESTORED and switch is None:
         notes.append(
             Note("Warning", "DriftCorrected", f"ConfigMap {plan.spark_app.config_map} was changed; restored")
         )
@@ -123,7 +133,7 @@ async def _pass(client: KubeClient, settings: OperatorSettings, body: dict[str, 
         notes.append(
             Note("Normal", "SparkApplicationCreated", f"{launcher.KIND} {plan.spark_app.name} created")
         )
-    elif outcome is Outcome.RESTORED:
+    elif outcome is Outcome.RESTORED and switch is None:
         notes.append(
             Note(
                 "Warning",
@@ -139,8 +149,13 @@ async def _pass(client: KubeClient, settings: OperatorSettings, body: dict[str, 
             "apiVersion": launcher.API_VERSION,
             "name": plan.spark_app.name,
             "state": observation.state,
-        }
+        },
+        "activeSourceMember": following.source_member,
     }
+    if failover is not None:
+        result.condition_updates.append(
+            await source_reachable(client, failover, meta["namespace"], following.spec)
+        )
     return result
 
 

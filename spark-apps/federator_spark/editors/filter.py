@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from federator.sql import Dialect, Filter, SqlMessage, parse_filter
-from federator_spark.events import Event
+from federator.api.editors import FilterEditor
+from federator.sql import Dialect, Filter, parse_filter
+from federator_spark.editors.base import EditorStep, TaskScope
+from federator_spark.events import Event, EventMessage
 
 
 @dataclass(frozen=True)
 class FilterStep:
+    kind: ClassVar[str] = "filter"
     condition: Filter
 
     @classmethod
-    def build(cls, text: str) -> FilterStep:
-        return cls(parse_filter(text, Dialect.FEDERATOR))
+    def build(cls, spec: FilterEditor) -> FilterStep:
+        return cls(parse_filter(spec.condition, Dialect.FEDERATOR))
 
-    def apply(self, event: Event, message: SqlMessage) -> Event | None:
+    def open(self, scope: TaskScope) -> EditorStep:
+        return self
+
+    def apply(self, event: Event, message: EventMessage) -> Event | None:
         return event if self.condition.matches(message) else None

@@ -6,6 +6,9 @@ goes to target partition *i* and the partition key is kept as an annotation; oth
 are sent with their partition key (the service hashes it, so a stream stays together) and keyless
 events go to partition ``i mod n``, which keeps each source partition's keyless events in order.
 Events for one destination are sent in arrival order, one batch after the other.
+
+A producer client (its connection, and a link per partition it sent to) takes the Python SDK
+0.5-1 s to open, so each Python worker keeps one per target event hub for its next tasks.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from federator_spark.eventhubs_management import HubManagement
 from federator_spark.events import Event
 from federator_spark.plan import TargetPlan
 from federator_spark.retry import with_retries
@@ -21,10 +25,13 @@ from federator_spark.sources.eventhubs import receive
 logger = logging.getLogger(__name__)
 
 _PARTITION_KEY = b"x-opt-partition-key"
+_SYSTEM_PROPERTIES = ("message_id", "content_type", "correlation_id")
 _FLUSH_EVENTS = 500  # per destination; bounds memory and keeps batches near the 1 MB limit
 _SCAN_TIMEOUT_SECONDS = 30.0
 
 Destination = tuple[str, str]  # ("partition", id) or ("key", partition key)
+
+_producers: dict[tuple[str, str], tuple[Any, HubManagement]] = {}  # kept by this Python worker
 
 
 def _transient() -> tuple[type[BaseException], ...]:
@@ -33,13 +40,22 @@ def _transient() -> tuple[type[BaseException], ...]:
     return (ConnectionLostError, OperationTimeoutError)
 
 
+def _producer(target: TargetPlan) -> tuple[Any, HubManagement]:
+    """This worker's producer client for ``target`` and management reads through it."""
+    from federator_spark.connections import eventhub_producer
+
+    key = (target.connection.to_option(), target.entity)
+    if key not in _producers:
+        client = eventhub_producer(target.connection, target.entity)
+        _producers[key] = (client, HubManagement(client))
+    return _producers[key]
+
+
 class EventHubPublisher:
     def __init__(self, target: TargetPlan) -> None:
-        from federator_spark.connections import eventhub_producer
-
         self.target = target
-        self._client = eventhub_producer(target.connection, target.entity)
-        self.partition_ids: list[str] = sorted(self._client.get_partition_ids(), key=int)
+        self._client, management = _producer(target)
+        self.partition_ids = management.partition_ids()
         self._pending: dict[Destination, list[Any]] = {}
 
     def add(self, event: Event, properties: dict[str, str]) -> None:
@@ -48,9 +64,10 @@ class EventHubPublisher:
         data = EventData(event.body)
         data.properties = properties
         system = event.system_properties
-        data.message_id = system.get("message_id")
-        data.content_type = system.get("content_type")
-        data.correlation_id = system.get("correlation_id")
+        if system:  # each setter builds the AMQP properties section: set only what is there
+            for name in _SYSTEM_PROPERTIES:
+                if name in system:
+                    setattr(data, name, system[name])
         destination = self._destination(event)
         if destination[0] == "partition" and event.partition_key is not None:
             data.raw_amqp_message.annotations[_PARTITION_KEY] = event.partition_key
@@ -90,21 +107,14 @@ class EventHubPublisher:
         with_retries(lambda: self._client.send_batch(batch), _transient(), what=f"send to {self.target.name}")
 
     def close(self) -> None:
-        self._client.close()
+        """Unsent events are dropped; the client stays open for this worker's next task."""
+        self._pending.clear()
 
 
 def tails(target: TargetPlan) -> dict[str, int]:
     """The last sequence number of each partition of the target event hub."""
-    from federator_spark.connections import eventhub_producer
-
-    client = eventhub_producer(target.connection, target.entity)
-    try:
-        return {
-            p: client.get_partition_properties(p)["last_enqueued_sequence_number"]
-            for p in sorted(client.get_partition_ids(), key=int)
-        }
-    finally:
-        client.close()
+    _client, management = _producer(target)
+    return management.last_sequence_numbers(management.partition_ids())
 
 
 def published_sequences(

@@ -4,6 +4,11 @@ batch's commit record and the status file.
 
 Per-partition order holds because a task sees one source partition in sequence order and each
 publisher sends a destination's events in that order.
+
+An event an editor rejects (or that makes an editor raise) goes to the dead-letter endpoint with
+``repl-dead-letter-reason`` = ``<editor index>:<kind>: <reason>``, as it entered that editor; without
+a dead-letter endpoint it is dropped, counted and logged (the reason, never the body). Either way
+the stream goes on.
 """
 
 from __future__ import annotations
@@ -18,11 +23,15 @@ from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
 from federator_spark import metrics
 from federator_spark.commits import CommitLog
-from federator_spark.events import Event
-from federator_spark.plan import TargetPlan, WritePlan
+from federator_spark.editors.base import EditorStep, Rejected, TaskScope
+from federator_spark.events import Event, EventMessage
+from federator_spark.plan import DEAD_LETTER, DEAD_LETTER_REASON_PROPERTY, TargetPlan, WritePlan
 from federator_spark.provenance import forwarded_properties, is_loop
 
 logger = logging.getLogger(__name__)
+
+_REASON_LIMIT = 1024  # characters of a dead-letter reason (property values have size limits)
+_LOGGED_REJECTIONS = 10  # per task; the rest are only counted, so a poison stream cannot flood logs
 
 
 @dataclass
@@ -35,6 +44,7 @@ class TaskReport(WriterCommitMessage):
     out: dict[str, int] = field(default_factory=dict)
     dead_lettered: dict[str, int] = field(default_factory=dict)
     filtered: int = 0
+    rejected_dropped: int = 0  # rejected by an editor while the task has no dead-letter endpoint
     unrouted_dropped: int = 0
     loop_skipped: int = 0
     replay_skipped: int = 0
@@ -42,7 +52,7 @@ class TaskReport(WriterCommitMessage):
     last_enqueued: float | None = None
 
 
-def _publisher(target: TargetPlan) -> Any:
+def _publisher(target: TargetPlan, plan: WritePlan) -> Any:
     """A publisher has ``add(event, properties)``, ``flush()`` and ``close()``; imported lazily so an
     executor loads only the SDKs its targets need."""
     if target.kind == "eventHub":
@@ -52,10 +62,85 @@ def _publisher(target: TargetPlan) -> Any:
     if target.kind == "postgres":
         from federator_spark.sinks.postgres import PostgresPublisher
 
-        return PostgresPublisher(target)
+        return PostgresPublisher(target, task=f"{plan.namespace}/{plan.task}")
     from federator_spark.sinks.servicebus import ServiceBusPublisher
 
     return ServiceBusPublisher(target)
+
+
+class _Task:
+    """One write task: its editor steps, publishers and counts."""
+
+    def __init__(
+        self, plan: WritePlan, report: TaskReport, published: dict[str, set[int]], steps: list[EditorStep]
+    ) -> None:
+        self.plan = plan
+        self.report = report
+        self.published = published  # effectively-once: what a crashed attempt already sent, per endpoint
+        self.steps = steps
+        self.publishers: dict[str, Any] = {}
+
+    def replicate(self, event: Event) -> None:
+        plan, report = self.plan, self.report
+        report.events_in += 1
+        message = EventMessage(event)
+        for index, step in enumerate(self.steps):
+            try:
+                edited = step.apply(event, message)
+            except Rejected as rejection:
+                self.reject(event, index, str(rejection))
+                return
+            except Exception as error:  # a poison event must not stop the stream
+                self.reject(event, index, f"{type(error).__name__}: {error}")
+                return
+            if edited is None:
+                report.filtered += 1
+                return
+            if edited is not event:  # conditions and later editors read the edited event
+                event, message = edited, EventMessage(edited)
+        names = plan.router.targets(message)
+        if not names:
+            report.unrouted_dropped += 1
+        for name in names:
+            target = plan.targets[name]
+            if is_loop(event, target.identity, plan.loop):
+                report.loop_skipped += 1
+                continue
+            if self.send(name, target, event, None):
+                report.out[name] = report.out.get(name, 0) + 1
+        self.seen(event)
+
+    def reject(self, event: Event, index: int, text: str) -> None:
+        report = self.report
+        reason = f"{index}:{self.plan.editors[index].kind}: {text}"[:_REASON_LIMIT]
+        dead_letter = self.plan.dead_letter
+        if dead_letter is not None:
+            if self.send(DEAD_LETTER, dead_letter, event, {DEAD_LETTER_REASON_PROPERTY: reason}):
+                report.dead_lettered[DEAD_LETTER] = report.dead_lettered.get(DEAD_LETTER, 0) + 1
+            self.seen(event)
+            return
+        report.rejected_dropped += 1
+        if report.rejected_dropped <= _LOGGED_REJECTIONS:
+            logger.warning("event %s dropped (no deadLetter endpoint): %s", event.identity, reason)
+
+    def send(self, name: str, target: TargetPlan, event: Event, extra: dict[str, str] | None) -> bool:
+        """Publish ``event`` to ``target``; False when a crashed attempt already published it."""
+        if event.sequence_number in self.published.get(name, ()):
+            self.report.replay_skipped += 1
+            return False
+        publisher = self.publishers.get(name)
+        if publisher is None:
+            publisher = self.publishers[name] = _publisher(target, self.plan)
+        properties = forwarded_properties(event, target.identity, self.plan.provenance, self.plan.loop)
+        properties.update(target.set_properties)  # after routing: conditions never see them
+        if extra:
+            properties.update(extra)
+        publisher.add(event, properties)
+        return True
+
+    def seen(self, event: Event) -> None:
+        enqueued = event.enqueued_time.timestamp()
+        self.report.last_enqueued = max(self.report.last_enqueued or 0.0, enqueued)
 
 
 class ReplicationWriter(DataSourceStreamWriter):
@@ -76,53 +161,33 @@ class ReplicationWriter(DataSourceStreamWriter):
             report.batch_already_committed = True
             logger.info("batch %d already committed, skipping its replay", batch_id)
             return report
-        publishers: dict[str, Any] = {}
-        published: dict[str, set[int]] | None = None
+        task: _Task | None = None
+        scope: TaskScope | None = None
         try:
             for row in iterator:
                 event = Event.from_row(row)
-                if published is None:
+                if task is None:  # the first event names the source partition
                     report.source_partition = event.partition
-                    published = self._already_published(log, batch_id, event)
-                self._replicate(event, report, publishers, published)
-            for publisher in publishers.values():
-                publisher.flush()
+                    scope = TaskScope(event.partition, batch_id, self.plan.state_dir)
+                    steps = [editor.open(scope) for editor in self.plan.editors]
+                    task = _Task(self.plan, report, self._already_published(log, batch_id, event), steps)
+                task.replicate(event)
+            if task is not None and scope is not None:
+                for publisher in task.publishers.values():
+                    publisher.flush()
+                scope.published()  # stateful editors save this batch's state only now
         finally:
-            for publisher in publishers.values():
-                publisher.close()
-        return report
-
-    def _replicate(
-        self, event: Event, report: TaskReport, publishers: dict[str, Any], published: dict[str, set[int]]
-    ) -> None:
-        plan = self.plan
-        report.events_in += 1
-        message = event.sql_message()
-        edited: Event | None = event
-        for editor in plan.editors:
-            edited = editor.apply(edited, message)
-            if edited is None:
-                report.filtered += 1
-                return
-        names = plan.router.targets(message)
-        if not names:
-            report.unrouted_dropped += 1
-        for name in names:
-            target = plan.targets[name]
-            if is_loop(edited, target.identity, plan.loop):
-                report.loop_skipped += 1
-                continue
-            if edited.sequence_number in published.get(name, ()):
-                report.replay_skipped += 1
-                continue
-            if name not in publishers:
-                publishers[name] = _publisher(target)
-            publishers[name].add(
-                edited, forwarded_properties(edited, target.identity, plan.provenance, plan.loop)
+            if task is not None:
+                for publisher in task.publishers.values():
+                    publisher.close()
+        if report.rejected_dropped > _LOGGED_REJECTIONS:
+            logger.warning(
+                "batch %d partition %s: %d rejected events dropped (no deadLetter endpoint)",
+                batch_id,
+                report.source_partition,
+                report.rejected_dropped,
             )
-            report.out[name] = report.out.get(name, 0) + 1
-        enqueued = event.enqueued_time.timestamp()
-        report.last_enqueued = max(report.last_enqueued or 0.0, enqueued)
+        return report
 
     def _already_published(self, log: CommitLog | None, batch_id: int, event: Event) -> dict[str, set[int]]:
         """Effectively-once: source sequence numbers of this partition that a crashed attempt of this
@@ -138,7 +203,7 @@ class ReplicationWriter(DataSourceStreamWriter):
         prefix = f"{event.source}/{event.partition}/"
         return {
             name: published_sequences(target, record["targetTails"].get(name, {}), event.partition, prefix)
-            for name, target in self.plan.targets.items()
+            for name, target in self.plan.endpoints.items()
             if target.kind == "eventHub"
         }
 
@@ -170,7 +235,7 @@ class ReplicationWriter(DataSourceStreamWriter):
             namespace=self.plan.namespace,
             batch_id=batch_id,
             reports=reports,
-            targets=list(self.plan.targets),
+            targets=list(self.plan.endpoints),
         )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -187,4 +252,4 @@ def record_tails(plan: WritePlan) -> dict[str, dict[str, int]]:
     """Each Event Hubs target's last sequence numbers: where the next batch's replay scan starts."""
     from federator_spark.sinks.eventhubs import tails
 
-    return {name: tails(target) for name, target in plan.targets.items() if target.kind == "eventHub"}
+    return {name: tails(target) for name, target in plan.endpoints.items() if target.kind == "eventHub"}

@@ -1,7 +1,9 @@
 """Publishing to a Service Bus queue or topic in size-bounded batches, in arrival order.
 
-Each message's MessageId is the source identity (``<host>/<entity>/<partition>/<sequence>``), so a
-target with duplicate detection drops what a replayed batch sends again. SessionId comes from the
+Each message's MessageId is stable across replays (:attr:`Event.message_id`: a Service Bus source's own
+MessageId, else the source identity ``<host>/<entity>/<partition>/<sequence>``), so a target with
+duplicate detection drops what a replayed batch sends again. TimeToLive, To and ReplyTo of a Service Bus
+source travel with the message. SessionId comes from the
 partition key (the source partition id for keyless events), so session-enabled queues accept every
 message and a session receiver sees each stream in order; the same key is kept as PartitionKey.
 """
@@ -9,6 +11,7 @@ message and a session receiver sees each stream in order; the same key is kept a
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from federator_spark.events import Event
@@ -47,16 +50,20 @@ class ServiceBusPublisher:
 
         system = event.system_properties
         session = event.partition_key if event.partition_key is not None else event.partition
+        ttl = system.get("time_to_live")  # from a Service Bus source: e.g. set by an activePassive rule
         self._pending.append(
             ServiceBusMessage(
                 event.body,
                 application_properties=properties,  # type: ignore[arg-type]
-                message_id=event.identity,
+                message_id=event.message_id,
                 session_id=session,
                 partition_key=session,
                 content_type=system.get("content_type"),
                 correlation_id=system.get("correlation_id"),
                 subject=system.get("subject"),
+                to=system.get("to"),
+                reply_to=system.get("reply_to"),
+                time_to_live=timedelta(seconds=float(ttl)) if ttl else None,
             )
         )
         if len(self._pending) >= _FLUSH_MESSAGES:

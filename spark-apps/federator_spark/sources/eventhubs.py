@@ -9,9 +9,6 @@ nothing to acknowledge.
 from __future__ import annotations
 
 import logging
-import queue
-import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -25,14 +22,18 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from federator_spark.connections import Connection, eventhub_consumer
+from federator_spark.eventhubs_management import HubManagement
+from federator_spark.sources import eventhubs_streams
+from federator_spark.sources.eventhubs_streams import receive
+
+__all__ = ["EventHubsStreamReader", "HubPartition", "cap", "receive"]
 
 logger = logging.getLogger(__name__)
 
 Offsets = dict[str, int]
 START_POSITIONS = ("earliest", "latest", "enqueuedTime")
-# Receive-call batch size and how long one receive call waits before reporting "nothing new".
-_RECEIVE_BATCH = 300
-_IDLE_WAIT_SECONDS = 1.0
+# AMQP message properties that travel in the row's system_properties.
+_SYSTEM_PROPERTIES = ("message_id", "content_type", "correlation_id", "subject", "to", "reply_to")
 
 
 class HubPartition(InputPartition):
@@ -73,38 +74,35 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             raise ValueError("maxEventsPerTrigger must be at least 1")
         self.receive_timeout = float(options.get("receiveTimeoutSeconds", "60"))
         self.available_now_target: Offsets | None = None
-        self._client: Any = None  # driver side only, created lazily (clients cannot be pickled)
+        self._management: HubManagement | None = None  # driver side only, created lazily
         self._partition_count = 0
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_client"] = None
+        state["_management"] = None  # clients cannot be pickled
         return state
 
     # ------------------------------------------------------------------------------------ driver side
 
-    def _hub(self) -> Any:
-        if self._client is None:
-            self._client = eventhub_consumer(self.connection, self.event_hub, self.consumer_group)
-        return self._client
+    def _hub(self) -> HubManagement:
+        if self._management is None:
+            client = eventhub_consumer(self.connection, self.event_hub, self.consumer_group)
+            self._management = HubManagement(client)
+        return self._management
 
     def _partitions(self) -> list[str]:
-        all_ids = list(self._hub().get_partition_ids())
+        all_ids = self._hub().partition_ids()
         self._partition_count = len(all_ids)
-        chosen = self.partition_ids or all_ids
-        return sorted(chosen, key=int)
+        return sorted(self.partition_ids, key=int) if self.partition_ids else all_ids
 
     def _last_sequence_numbers(self) -> Offsets:
-        hub = self._hub()
-        return {
-            p: hub.get_partition_properties(p)["last_enqueued_sequence_number"] for p in self._partitions()
-        }
+        return self._hub().last_sequence_numbers(self._partitions())
 
     def initialOffset(self) -> Offsets:
         hub = self._hub()
         offsets: Offsets = {}
         for partition in self._partitions():
-            props = hub.get_partition_properties(partition)
+            props = hub.partition_properties(partition)
             last = props["last_enqueued_sequence_number"]
             if self.start_position == "latest" or props["is_empty"]:
                 offsets[partition] = last
@@ -117,7 +115,16 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def _before_time(self, partition: str, last: int) -> int:
         """The sequence number just before the first event enqueued at or after the start time."""
-        for events in self._receive(partition, self.start_time, inclusive=True, expected=1):
+        for events in receive(
+            self.connection,
+            self.event_hub,
+            self.consumer_group,
+            partition,
+            self.start_time,
+            inclusive=True,
+            timeout=self.receive_timeout,
+            expected=1,
+        ):
             return events[0].sequence_number - 1 if events else last
         return last
 
@@ -148,40 +155,24 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     # ------------------------------------------------------------------------------------ executor side
 
-    def _receive(
-        self, partition: str, position: int | datetime | None, inclusive: bool, expected: int
-    ) -> Iterator[list[Any]]:
-        return receive(
-            self.connection,
-            self.event_hub,
-            self.consumer_group,
-            partition,
-            position,
-            inclusive=inclusive,
-            timeout=self.receive_timeout,
-            expected=expected,
-        )
-
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, HubPartition)
         source = f"{self.connection.host}/{self.event_hub}"
-        next_expected = partition.start + 1
-        wanted = partition.end - partition.start
-        for events in self._receive(
-            partition.partition_id, partition.start, inclusive=False, expected=wanted
-        ):
-            if not events:
-                continue
-            for event in events:
-                sequence = event.sequence_number
-                if sequence <= partition.start:
-                    continue
-                if sequence > partition.end:
-                    return
-                next_expected = sequence + 1
-                yield _row(event, source, partition)
-            if next_expected > partition.end:
-                return
+        stream = eventhubs_streams.take(
+            self.connection, self.event_hub, self.consumer_group, partition.partition_id, partition.start
+        )
+        finished = False
+        try:
+            for events in stream.read_range(partition.start, partition.end, self.receive_timeout):
+                for event in events:
+                    yield _row(event, source, partition)
+            finished = True
+        finally:
+            # A stream read to the end continues with this worker's next task on the partition.
+            if finished:
+                eventhubs_streams.keep(stream)
+            else:
+                stream.close()
 
 
 def cap(start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
@@ -203,86 +194,16 @@ def cap(start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
     return {p: start.get(p, -1) + granted[p] for p in ends}
 
 
-def receive(
-    connection: Connection,
-    event_hub: str,
-    consumer_group: str,
-    partition: str,
-    position: int | datetime | None,
-    *,
-    inclusive: bool,
-    timeout: float,
-    expected: int = _RECEIVE_BATCH,
-) -> Iterator[list[Any]]:
-    """Batches of events from ``position``; an empty batch means nothing arrived for a short while.
-
-    The synchronous client's receive loop only ends when the client is closed, so it runs on a
-    thread and hands batches over a queue (closing the async client took ~30 s per receive).
-    ``expected`` (how many events the caller still wants) bounds the receive batch: the SDK waits
-    for a full batch or ``max_wait_time``, so a smaller bound hands small reads over at once.
-    Raises TimeoutError after ``timeout`` seconds without any event.
-    """
-    client = eventhub_consumer(connection, event_hub, consumer_group)
-    handed: queue.Queue[list[Any] | BaseException] = queue.Queue()
-
-    def on_error(_context: Any, error: BaseException) -> None:
-        handed.put(error)
-
-    thread = threading.Thread(
-        target=client.receive_batch,
-        kwargs={
-            "on_event_batch": lambda _context, events: handed.put(list(events)),
-            "on_error": on_error,
-            "partition_id": partition,
-            "starting_position": position if position is not None else "-1",
-            "starting_position_inclusive": inclusive,
-            "max_batch_size": max(1, min(_RECEIVE_BATCH, expected)),
-            "max_wait_time": _IDLE_WAIT_SECONDS,
-        },
-        daemon=True,
-        name=f"eventhubs-receive-{partition}",
-    )
-    thread.start()
-    idle_since = None
-    try:
-        while True:
-            try:
-                item = handed.get(timeout=timeout)
-            except queue.Empty:
-                raise TimeoutError(f"no events from partition {partition} for {timeout}s") from None
-            if isinstance(item, BaseException):
-                raise item
-            if item:
-                idle_since = None
-            else:
-                idle_since = idle_since or time.monotonic()
-                if time.monotonic() - idle_since > timeout:
-                    raise TimeoutError(f"partition {partition}: expected events did not arrive")
-            yield item
-    finally:
-        # Closing ends the receive loop; joining lets the SDK finish closing its socket (~0.8 s).
-        client.close()
-        thread.join(timeout=10)
-
-
 def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def _row(event: Any, source: str, partition: HubPartition) -> tuple[Any, ...]:
     properties = {_text(k): _text(v) for k, v in (event.properties or {}).items()}
-    system = {
-        name: _text(value)
-        for name, value in (
-            ("message_id", event.message_id),
-            ("content_type", event.content_type),
-            ("correlation_id", event.correlation_id),
-        )
-        if value is not None
-    }
+    system: dict[str, str] = {}
     amqp_properties = event.raw_amqp_message.properties
-    if amqp_properties is not None:
-        for name in ("subject", "to", "reply_to"):
+    if amqp_properties is not None:  # read once: each EventData accessor re-checks the section
+        for name in _SYSTEM_PROPERTIES:
             value = getattr(amqp_properties, name, None)
             if value is not None:
                 system[name] = _text(value)

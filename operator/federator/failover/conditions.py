@@ -1,0 +1,79 @@
+"""A FailoverGroup's conditions from its state: the kstatus triad (Ready when the endpoints are published
+and the producers' member is healthy; Reconciling while failing back or waiting for a member to recover)
+and `FailedOver`, which says where the group is and how to get back."""
+
+from __future__ import annotations
+
+from federator import reasons
+from federator.api.failovergroup import FailoverGroupSpec
+from federator.failover.state import GroupState
+from federator.status import conditions as cond
+from federator.status.conditions import ConditionUpdate
+
+FAILED_OVER = "FailedOver"
+
+
+def assess(spec: FailoverGroupSpec, state: GroupState) -> list[ConditionUpdate]:
+    """The conditions once the endpoints are published (publishing failures are the caller's to report)."""
+    return [*_triad(spec, state), failed_over(spec, state)]
+
+
+def _triad(spec: FailoverGroupSpec, state: GroupState) -> list[ConditionUpdate]:
+    producer, consumer = state.producer, state.consumer
+    if state.phase == "FailingBack":
+        deadline = state.producer_since
+        pending = f"; still holding messages: {', '.join(state.drain_pending)}" if state.drain_pending else ""
+        return cond.reconciling(
+            reasons.FAILING_BACK,
+            f"producers use {producer} again since {cond.timestamp(deadline)}; consumers stay on {consumer} "
+            f"until it is drained, at most {spec.failback.drain_timeout_seconds}s{pending}",
+        )
+    health = state.health.get(producer or "")
+    if health is None or not health.healthy:
+        detail = health.message if health is not None else "not probed yet"
+        if spec.mode == "automatic":
+            action = (
+                f"{health.consecutive_failures if health else 0} of {spec.probe.failure_threshold} failed "
+                "probes before an automatic failover"
+            )
+        else:
+            action = "manual mode: switch with spec.activeMember"
+        return cond.reconciling(
+            reasons.ACTIVE_MEMBER_UNHEALTHY, f"member {producer} does not answer probes ({detail}); {action}"
+        )
+    where = f"member {producer}" + (" (failed over)" if state.phase == "FailedOver" else "")
+    return cond.ready(reasons.ACTIVE, f"producers and consumers use {where}; endpoints published")
+
+
+def failed_over(spec: FailoverGroupSpec, state: GroupState) -> ConditionUpdate:
+    primary = spec.primary_member
+    if state.phase == "Normal":
+        return ConditionUpdate(FAILED_OVER, "False", reasons.ON_PRIMARY, f"on the primary, {primary}")
+    if state.phase == "FailingBack":
+        return ConditionUpdate(
+            FAILED_OVER,
+            "True",
+            reasons.FAILING_BACK,
+            f"failing back to {primary}: consumers on {state.consumer}",
+        )
+    return ConditionUpdate(
+        FAILED_OVER,
+        "True",
+        reasons.ON_SECONDARY,
+        f"producers and consumers use {state.producer}, not the primary {primary}; to fail back, "
+        + failback_instruction(spec, state),
+    )
+
+
+def failback_instruction(spec: FailoverGroupSpec, state: GroupState) -> str:
+    """What to change so the group fails back (a change of spec.activeMember is the request)."""
+    primary = spec.primary_member
+    if spec.active_member is None:
+        return f"set spec.activeMember to {primary}"
+    if spec.active_member != primary:
+        return f"set spec.activeMember to {primary} (or remove it)"
+    # Automatic failover while the spec already names the primary: only a change of the field is a request.
+    return (
+        f"remove spec.activeMember (it already names {primary}, so setting it again changes nothing), or set "
+        f"it to {state.producer} and later back to {primary}"
+    )

@@ -1,0 +1,153 @@
+"""Health probes and drain checks over AMQP with the real SDKs: connect, then one management request —
+Event Hubs: read the event hub's properties; Service Bus: peek one message of a queue or subscription
+(nothing is received or locked)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from azure.core.credentials_async import AsyncTokenCredential
+from azure.eventhub.aio import EventHubConsumerClient
+from azure.identity.aio import DefaultAzureCredential
+from azure.servicebus.aio import ServiceBusClient, ServiceBusReceiver
+
+from federator.api.base import QueueOrSubscription
+from federator.api.failovergroup import ProbeEntity
+from federator.failover.connections import MemberConnection
+from federator.failover.state import ProbeOutcome
+from federator.validation.secrets import secret_shape
+
+# A probe is one attempt: the SDKs' own retries would stretch a failure beyond the probe's timeout.
+_NO_RETRY: dict[str, Any] = {"retry_total": 0}
+_CLOSE_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class EntityRef:
+    """What a probe reads: an event hub, a queue, or a topic subscription."""
+
+    kind: Literal["eventHub", "queue", "subscription"]
+    name: str
+    subscription: str | None = None
+    consumer_group: str = "$Default"
+
+    def __str__(self) -> str:
+        return f"{self.name}/subscriptions/{self.subscription}" if self.subscription else self.name
+
+    @classmethod
+    def of(cls, entity: ProbeEntity | QueueOrSubscription) -> EntityRef:
+        if isinstance(entity, ProbeEntity) and entity.event_hub_name is not None:
+            return cls("eventHub", entity.event_hub_name)
+        if entity.queue_name is not None:
+            return cls("queue", entity.queue_name)
+        assert entity.topic_name is not None and entity.subscription_name is not None
+        return cls("subscription", entity.topic_name, entity.subscription_name)
+
+
+class Prober:
+    """Runs probes and drain checks. Each opens its own AMQP connection and closes it when done: the SDKs
+    (azure-servicebus 7.15, azure-eventhub 5.15) leave the socket of a kept connection open when the peer
+    breaks it, which a probe of a failing member would do every round; and an Event Hubs management read
+    opens a connection of its own anyway. Only token credentials are kept (they cache tokens). One per
+    operator."""
+
+    def __init__(self) -> None:
+        self._credentials: dict[str | None, AsyncTokenCredential] = {}
+
+    async def probe(self, connection: MemberConnection, entity: EntityRef, timeout: float) -> ProbeOutcome:
+        """Healthy when the connection opens and the management read answers within `timeout` seconds."""
+        try:
+            await asyncio.wait_for(self._read(connection, [entity]), timeout)
+        except Exception as err:  # every failure is a failed probe; its text is the probe's message
+            return ProbeOutcome(False, describe(err))
+        return ProbeOutcome(True)
+
+    async def holding(
+        self, connection: MemberConnection, entities: list[EntityRef], timeout: float
+    ) -> list[str]:
+        """The Service Bus entities that still hold a message (active, locked, deferred or scheduled).
+        Raises when the check fails: "drained" must never be a guess."""
+        counts = await asyncio.wait_for(self._read(connection, entities), timeout)
+        return [str(entity) for entity, count in zip(entities, counts, strict=True) if count]
+
+    async def _read(self, connection: MemberConnection, entities: list[EntityRef]) -> list[int]:
+        return list(await asyncio.gather(*(self._read_one(connection, e) for e in entities)))
+
+    async def _read_one(self, connection: MemberConnection, entity: EntityRef) -> int:
+        """Event Hubs: 0 once the properties are read; Service Bus: the messages peeked (0 or 1)."""
+        if entity.kind == "eventHub":
+            async with self._event_hub_client(connection, entity) as hub:
+                await hub.get_eventhub_properties()
+            return 0
+        async with self._bus_client(connection) as bus, _receiver(bus, entity) as receiver:
+            # From the first sequence number every time: the SDK otherwise browses on from the last message
+            # it peeked, and a message peeked once would look gone.
+            return len(await receiver.peek_messages(max_message_count=1, sequence_number=1))
+
+    def _event_hub_client(self, connection: MemberConnection, entity: EntityRef) -> EventHubConsumerClient:
+        if connection.connection_string is not None:
+            return EventHubConsumerClient.from_connection_string(
+                connection.connection_string,
+                consumer_group=entity.consumer_group,
+                eventhub_name=entity.name,
+                **_NO_RETRY,
+            )
+        assert connection.fully_qualified_namespace is not None
+        return EventHubConsumerClient(
+            connection.fully_qualified_namespace,
+            entity.name,
+            entity.consumer_group,
+            self._credential(connection.client_id),
+            **_NO_RETRY,
+        )
+
+    def _bus_client(self, connection: MemberConnection) -> ServiceBusClient:
+        if connection.connection_string is not None:
+            return ServiceBusClient.from_connection_string(connection.connection_string, **_NO_RETRY)
+        assert connection.fully_qualified_namespace is not None
+        return ServiceBusClient(
+            connection.fully_qualified_namespace, self._credential(connection.client_id), **_NO_RETRY
+        )
+
+    def _credential(self, client_id: str | None) -> AsyncTokenCredential:
+        found = self._credentials.get(client_id)
+        if found is None:
+            found = self._credentials[client_id] = (
+                DefaultAzureCredential(
+                    workload_identity_client_id=client_id, managed_identity_client_id=client_id
+                )
+                if client_id
+                else DefaultAzureCredential()
+            )
+        return found
+
+    async def close(self) -> None:
+        credentials = list(self._credentials.values())
+        self._credentials.clear()
+        await asyncio.gather(*(_close(c.close) for c in credentials))
+
+
+def _receiver(bus: ServiceBusClient, entity: EntityRef) -> ServiceBusReceiver:
+    if entity.kind == "queue":
+        return bus.get_queue_receiver(entity.name)
+    return bus.get_subscription_receiver(entity.name, entity.subscription or "")
+
+
+async def _close(close: Callable[[], Awaitable[None]]) -> None:
+    # A client whose connection broke may fail or hang while closing: neither must stop the next probe.
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(close(), _CLOSE_TIMEOUT_SECONDS)
+
+
+def describe(err: BaseException) -> str:
+    """A probe failure in one line (SDK messages span several), bounded for status and Events."""
+    if isinstance(err, TimeoutError):
+        return "no answer within the probe timeout"
+    text = " ".join(str(err).split()) or type(err).__name__
+    if (shape := secret_shape(text)) is not None:
+        return f"{type(err).__name__} (its message contained {shape} and is not shown)"
+    return text if len(text) <= 300 else text[:297] + "..."

@@ -1,0 +1,344 @@
+"""The FailoverGroup state machine: the spec, the current status, this round's probe results and the drain
+check → the next state, the switches made and the Events that announce them. Pure: time is passed in.
+
+Rules (docs/patterns/failover.md has the diagram):
+- `spec.activeMember` (default: the primary) is the switch. Manual mode keeps the group on it; automatic
+  mode acts on a *change* of the field (a planned switch or the failback after an automatic failover) and
+  otherwise fails over when the producers' member fails `failureThreshold` probes in a row.
+- Switching to the primary moves producers first (phase FailingBack); consumers follow once the member
+  they leave is drained, or after `drainTimeoutSeconds`. Every other switch moves both at once: a failover
+  leaves a failing member, so there is nothing to wait for.
+- Automatic mode never fails back by itself: a primary that recovered may fail again, and messages
+  published to the secondary in between need consumers that know about them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from federator.api.failovergroup import FailoverGroupSpec
+from federator.status.conditions import timestamp
+from federator.status.events import Note
+
+Phase = Literal["Normal", "FailedOver", "FailingBack"]
+Roles = Literal["producers", "consumers", "both"]
+Cause = Literal["initial", "failover", "requested", "drained", "drainTimeout", "memberRemoved"]
+
+# While nothing changes, probe results are written at most this often (status writes cost the API server
+# and wake every watcher); any change of health is written at once.
+PROBE_STATUS_REFRESH = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """One probe of one member."""
+
+    healthy: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class MemberHealth:
+    """What the status says about one member's probes."""
+
+    member: str
+    healthy: bool
+    consecutive_failures: int = 0
+    last_probe_time: datetime | None = None
+    message: str = ""
+
+    def to_status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "member": self.member,
+            "healthy": self.healthy,
+            "consecutiveFailures": self.consecutive_failures,
+            "message": self.message,
+        }
+        if self.last_probe_time is not None:
+            out["lastProbeTime"] = timestamp(self.last_probe_time)
+        return out
+
+
+@dataclass(frozen=True)
+class Drain:
+    """The drain check of the consumers' member while failing back: entities that still hold messages, or
+    why the check could not be made."""
+
+    pending: tuple[str, ...] = ()
+    error: str = ""
+
+    @property
+    def drained(self) -> bool:
+        return not self.pending and not self.error
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """The part of the status the machine reads and writes."""
+
+    phase: Phase | None = None
+    producer: str | None = None
+    consumer: str | None = None
+    producer_since: datetime | None = None
+    consumer_since: datetime | None = None
+    last_transition: datetime | None = None
+    requested: str | None = None
+    """`spec.activeMember` as last acted on ("" when unset); None before the first pass."""
+    drain_pending: tuple[str, ...] = ()
+    health: Mapping[str, MemberHealth] = field(default_factory=dict)
+
+    @classmethod
+    def from_status(cls, status: Mapping[str, Any] | None) -> GroupState:
+        status = status or {}
+        health = {
+            p["member"]: MemberHealth(
+                p["member"],
+                bool(p.get("healthy")),
+                int(p.get("consecutiveFailures") or 0),
+                _time(p.get("lastProbeTime")),
+                str(p.get("message") or ""),
+            )
+            for p in status.get("probes") or []
+            if "member" in p
+        }
+        return cls(
+            phase=status.get("phase"),
+            producer=status.get("producerMember"),
+            consumer=status.get("consumerMember"),
+            producer_since=_time(status.get("producerSince")),
+            consumer_since=_time(status.get("consumerSince")),
+            last_transition=_time(status.get("lastTransitionTime")),
+            requested=status.get("requestedMember"),
+            drain_pending=tuple(status.get("drainPending") or ()),
+            health=health,
+        )
+
+    def status_fields(self) -> dict[str, Any]:
+        """The status keys this state owns, as written (None removes a key in a merge patch)."""
+        return {
+            "phase": self.phase,
+            "producerMember": self.producer,
+            "consumerMember": self.consumer,
+            "producerSince": _stamp(self.producer_since),
+            "consumerSince": _stamp(self.consumer_since),
+            "lastTransitionTime": _stamp(self.last_transition),
+            "requestedMember": self.requested,
+            "drainPending": list(self.drain_pending),
+            "probes": [h.to_status() for h in self.health.values()],
+        }
+
+
+@dataclass(frozen=True)
+class Switch:
+    """Producers, consumers or both moved from one member to another."""
+
+    roles: Roles
+    source: str | None
+    target: str
+    cause: Cause
+
+
+@dataclass(frozen=True)
+class Step:
+    state: GroupState
+    switches: list[Switch]
+    notes: list[Note]
+
+
+def step(
+    spec: FailoverGroupSpec,
+    state: GroupState,
+    probes: Mapping[str, ProbeOutcome],
+    drain: Drain | None,
+    now: datetime,
+) -> Step:
+    """One round. `probes` has this round's outcome per member (members left out keep their record);
+    `drain` is the drain check of the consumers' member, None when there is nothing to check."""
+    machine = _Machine(spec, state, now)
+    machine.record_probes(probes)
+    if state.phase is None:
+        machine.start()
+    elif machine.state.producer not in machine.names or machine.state.consumer not in machine.names:
+        machine.move("both", machine.wanted, "memberRemoved")
+    elif not machine.follow_request():
+        machine.fail_over_if_needed()
+        machine.finish_failback(drain)
+    machine.state = dataclasses.replace(machine.state, requested=spec.active_member or "")
+    return Step(machine.state, machine.switches, machine.notes)
+
+
+class _Machine:
+    def __init__(self, spec: FailoverGroupSpec, state: GroupState, now: datetime) -> None:
+        self.spec, self.state, self.now = spec, state, now
+        self.names = [m.name for m in spec.members]
+        self.wanted = spec.active_member or spec.primary_member
+        self.switches: list[Switch] = []
+        self.notes: list[Note] = []
+
+    def record_probes(self, probes: Mapping[str, ProbeOutcome]) -> None:
+        threshold = self.spec.probe.failure_threshold
+        health: dict[str, MemberHealth] = {}
+        for name in self.names:
+            before = self.state.health.get(name)
+            outcome = probes.get(name)
+            if outcome is None:
+                if before is not None:
+                    health[name] = before
+                continue
+            failures = 0 if outcome.healthy else (before.consecutive_failures if before else 0) + 1
+            after = MemberHealth(name, outcome.healthy, failures, self.now, outcome.message)
+            if before is not None and _same_result(before, after) and not self._stale(before):
+                after = before  # nothing new to write
+            health[name] = after
+            if failures == threshold:
+                self.note(
+                    "Warning",
+                    "MemberUnhealthy",
+                    f"member {name} failed {failures} probes in a row: {outcome.message}",
+                )
+            elif outcome.healthy and before is not None and before.consecutive_failures >= threshold:
+                self.note("Normal", "MemberRecovered", f"member {name} answers probes again")
+        self.state = dataclasses.replace(self.state, health=health)
+
+    def _stale(self, health: MemberHealth) -> bool:
+        return health.last_probe_time is None or self.now - health.last_probe_time >= PROBE_STATUS_REFRESH
+
+    def start(self) -> None:
+        target = self.wanted
+        self.state = dataclasses.replace(
+            self.state,
+            phase="Normal" if target == self.spec.primary_member else "FailedOver",
+            producer=target,
+            consumer=target,
+            producer_since=self.now,
+            consumer_since=self.now,
+            last_transition=self.now,
+        )
+        self.switches.append(Switch("both", None, target, "initial"))
+        self.note("Normal", "Activated", f"producers and consumers use member {target}")
+
+    def follow_request(self) -> bool:
+        """Acts on `spec.activeMember`; True when it switched."""
+        raw = self.spec.active_member or ""
+        if self.spec.mode == "automatic" and raw == self.state.requested:
+            return False
+        if self.wanted == self.state.producer:
+            return False
+        if self.wanted == self.spec.primary_member and self.state.consumer != self.wanted:
+            self.move("producers", self.wanted, "requested")
+        else:
+            self.move("both", self.wanted, "requested")
+        return True
+
+    def fail_over_if_needed(self) -> None:
+        if self.spec.mode != "automatic":
+            return
+        active = self.state.producer
+        assert active is not None
+        health = self.state.health.get(active)
+        threshold = self.spec.probe.failure_threshold
+        if health is None or health.consecutive_failures < threshold:
+            return
+        order = [self.spec.primary_member, *(n for n in self.names if n != self.spec.primary_member)]
+        candidates = [n for n in order if n != active and self._healthy(n)]
+        if not candidates:
+            if health.consecutive_failures == threshold:
+                self.note(
+                    "Warning",
+                    "NoHealthyMember",
+                    f"member {active} failed {threshold} probes in a "
+                    "row and no other member is healthy; staying until one is",
+                )
+            return
+        self.move("both", candidates[0], "failover")
+
+    def _healthy(self, name: str) -> bool:
+        health = self.state.health.get(name)
+        return health is not None and health.healthy
+
+    def finish_failback(self, drain: Drain | None) -> None:
+        if self.state.phase != "FailingBack":
+            return
+        assert self.state.producer is not None and self.state.producer_since is not None
+        deadline = self.state.producer_since + timedelta(seconds=self.spec.failback.drain_timeout_seconds)
+        if drain is not None and drain.drained:
+            self.move("consumers", self.state.producer, "drained")
+        elif self.now >= deadline:
+            self.move("consumers", self.state.producer, "drainTimeout", drain)
+        elif drain is not None:
+            self.state = dataclasses.replace(self.state, drain_pending=drain.pending)
+
+    def move(self, roles: Roles, target: str, cause: Cause, drain: Drain | None = None) -> None:
+        before = self.state
+        source = before.consumer if roles == "consumers" else before.producer
+        producer = before.producer if roles == "consumers" else target
+        consumer = before.consumer if roles == "producers" else target
+        phase: Phase
+        if producer != self.spec.primary_member:
+            phase = "FailedOver"
+        else:
+            phase = "Normal" if consumer == producer else "FailingBack"
+        self.state = dataclasses.replace(
+            before,
+            phase=phase,
+            producer=producer,
+            consumer=consumer,
+            producer_since=self.now if producer != before.producer else before.producer_since,
+            consumer_since=self.now if consumer != before.consumer else before.consumer_since,
+            last_transition=self.now,
+            drain_pending=(),
+        )
+        self.switches.append(Switch(roles, source, target, cause))
+        self.note(*_announcement(roles, source, target, cause, self, drain))
+
+    def note(self, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
+        self.notes.append(Note(type_, reason, message))
+
+
+def _announcement(
+    roles: Roles, source: str | None, target: str, cause: Cause, machine: _Machine, drain: Drain | None
+) -> tuple[Literal["Normal", "Warning"], str, str]:
+    who = {"producers": "producers", "consumers": "consumers", "both": "producers and consumers"}[roles]
+    moved = f"{who} switched from member {source} to {target}"
+    timeout = machine.spec.failback.drain_timeout_seconds
+    match cause:
+        case "failover":
+            failures = machine.state.health[source].consecutive_failures if source else 0
+            return "Warning", "FailedOver", f"{moved}: {source} failed {failures} probes in a row"
+        case "requested" if roles == "producers":
+            return (
+                "Normal",
+                "FailingBack",
+                (
+                    f"{moved} (spec.activeMember); consumers stay on {source} until it is drained, at most "
+                    f"{timeout}s"
+                ),
+            )
+        case "requested":
+            unhealthy = "" if machine._healthy(target) else f"; warning: {target} failed its last probe"
+            return "Normal", "Switched", f"{moved} (spec.activeMember){unhealthy}"
+        case "drained":
+            return "Normal", "FailbackComplete", f"{moved}: {source} is drained"
+        case "drainTimeout" if drain is None:
+            return "Normal", "FailbackComplete", f"{moved} after {timeout}s (no drain entities to check)"
+        case "drainTimeout" if drain is not None:
+            left = ", ".join(drain.pending) if drain.pending else f"drain check failed: {drain.error}"
+            return "Warning", "DrainTimeout", f"{moved} after {timeout}s without a complete drain ({left})"
+        case _:
+            return "Warning", "Switched", f"{moved}: the member was removed from spec.members"
+
+
+def _same_result(a: MemberHealth, b: MemberHealth) -> bool:
+    return (a.healthy, a.consecutive_failures, a.message) == (b.healthy, b.consecutive_failures, b.message)
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) and value else None
+
+
+def _stamp(value: datetime | None) -> str | None:
+    return timestamp(value) if value is not None else None

@@ -1,0 +1,90 @@
+"""FailoverGroup handlers: one daemon per group probes and publishes every `spec.probe.periodSeconds`; a
+spec change wakes it at once (a manual switch must not wait a period); deletion removes what it published."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import kopf
+
+from federator import metrics
+from federator.api.base import GROUP, VERSION
+from federator.failover.runtime import runtime_of
+from federator.handlers.replicationtask import _pause
+from federator.kube.client import ResourceRef
+from federator.reconcile.failovergroup import GroupResult, delete_children, reconcile
+
+RESOURCE = (GROUP, VERSION, "failovergroups")
+KIND = "FailoverGroup"
+GROUPS = ResourceRef(f"{GROUP}/{VERSION}", "failovergroups")
+
+
+def _wakeup(memo: Any, body: kopf.Body) -> asyncio.Event:
+    events: dict[str, asyncio.Event] = memo.setdefault("failover_wakeups", {})
+    return events.setdefault(body.meta["uid"] or body.meta["name"], asyncio.Event())
+
+
+@kopf.on.update(*RESOURCE, field="spec")
+async def spec_changed(body: kopf.Body, memo: Any, **_: Any) -> None:
+    _wakeup(memo, body).set()
+
+
+# A round in flight is let finish (cancelling the SDKs mid-connection leaks their sockets).
+@kopf.daemon(*RESOURCE, cancellation_backoff=10, cancellation_timeout=5)
+async def probe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: Any) -> None:
+    wakeup = _wakeup(memo, body)
+    path = GROUPS.path(body.meta["namespace"], body.meta["name"])
+    while not stopped:
+        wakeup.clear()
+        try:
+            # Read back the object: the previous round's status must be this round's input.
+            current = await memo.client.get(path)
+            if current is None or current["metadata"].get("deletionTimestamp"):
+                return
+            result = await _reconcile(body, memo, current)
+            if result.result.status_patch:
+                await memo.client.patch(f"{path}/status", {"status": result.result.status_patch})
+        except Exception:
+            if memo.client.closed:  # shutting down: the next operator carries on
+                return
+            raise
+        period = ((current.get("spec") or {}).get("probe") or {}).get("periodSeconds", 10)
+        await _pause(stopped, period, wakeup)
+
+
+@kopf.on.delete(*RESOURCE)
+async def remove(body: kopf.Body, memo: Any, **_: Any) -> None:
+    deleted, failed = await delete_children(memo.client, runtime_of(memo), dict(body))
+    if deleted:
+        kopf.info(body, reason="Deleted", message="deleted " + ", ".join(deleted))
+    for problem in failed:
+        kopf.warn(body, reason="DeleteFailed", message=problem)
+    memo.get("failover_wakeups", {}).pop(body.meta["uid"] or body.meta["name"], None)
+    metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], None)
+
+
+@kopf.on.cleanup()
+async def close(memo: Any, **_: Any) -> None:
+    found = memo.get("failover")
+    if found is not None:
+        await found.close()
+
+
+async def _reconcile(body: kopf.Body, memo: Any, current: dict[str, Any]) -> GroupResult:
+    started = time.monotonic()
+    try:
+        found = await reconcile(memo.client, runtime_of(memo), current)
+    finally:
+        metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
+    namespace, name = body.meta["namespace"], body.meta["name"]
+    for note in found.result.notes:
+        (kopf.info if note.type == "Normal" else kopf.warn)(body, reason=note.reason, message=note.message)
+    for switch in found.switches:
+        if switch.roles != "consumers" and switch.cause != "initial":
+            metrics.FAILOVERS.labels(namespace, name, switch.source or "", switch.target).inc()
+    metrics.record_conditions(KIND, namespace, name, found.result.conditions)
+    if found.result.blocked_by is not None:
+        metrics.RECONCILE_ERRORS.labels(KIND, found.result.blocked_by).inc()
+    return found

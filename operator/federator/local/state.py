@@ -1,0 +1,122 @@
+"""The state directory of local runs (default `.federator/`): what a second `federator run` resumes from.
+
+```
+<state>/lock                                  held while a run uses the directory
+<state>/emulator/config.yaml                  the derived emulator config of the last run
+<state>/emulator/ports.json                   namespace → AMQP and HTTPS port, kept across runs
+<state>/emulator/ready.json                   connection details while the emulator runs
+<state>/emulator/data/                        durable messages (the emulator's --data-dir)
+<state>/emulator/emulator.log
+<state>/tasks/<namespace>/<name>/task.json    the task config the Spark app reads (no secret values)
+<state>/tasks/<namespace>/<name>/checkpoint/  Spark offsets and Federator's commit records
+<state>/tasks/<namespace>/<name>/status.json  counters the app folds in after every batch
+<state>/tasks/<namespace>/<name>/app.log      the app's output
+<state>/tasks/<namespace>/<name>/config-maps/<ConfigMap>/<key>   ConfigMap keys its editors read
+```
+
+Ports are kept because events carry their source's identity (`<host:port>/<hub>/<partition>/<seq>`):
+effectively-once delivery and merge loop prevention compare it across restarts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+
+class StateDirBusy(RuntimeError):
+    """Another run holds the state directory."""
+
+
+@dataclass(frozen=True)
+class StateDir:
+    root: Path
+
+    def task_dir(self, namespace: str, name: str) -> Path:
+        return self.root / "tasks" / namespace / name
+
+    def task_config(self, namespace: str, name: str) -> Path:
+        return self.task_dir(namespace, name) / "task.json"
+
+    def checkpoint(self, namespace: str, name: str) -> Path:
+        return self.task_dir(namespace, name) / "checkpoint"
+
+    def status_file(self, namespace: str, name: str) -> Path:
+        return self.task_dir(namespace, name) / "status.json"
+
+    def config_map_file(self, namespace: str, name: str, config_map: str, key: str) -> Path:
+        return self.task_dir(namespace, name) / "config-maps" / config_map / key
+
+    def app_log(self, namespace: str, name: str) -> Path:
+        return self.task_dir(namespace, name) / "app.log"
+
+    @property
+    def emulator_dir(self) -> Path:
+        return self.root / "emulator"
+
+    @property
+    def emulator_config(self) -> Path:
+        return self.emulator_dir / "config.yaml"
+
+    @property
+    def emulator_ports(self) -> Path:
+        return self.emulator_dir / "ports.json"
+
+    @property
+    def emulator_ready(self) -> Path:
+        return self.emulator_dir / "ready.json"
+
+    @property
+    def emulator_data(self) -> Path:
+        return self.emulator_dir / "data"
+
+    @property
+    def emulator_log(self) -> Path:
+        return self.emulator_dir / "emulator.log"
+
+    def lock(self) -> IO[str]:
+        """An exclusive lock on the directory for the life of the returned file (close it to release)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle = (self.root / "lock").open("w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise StateDirBusy(
+                f"another `federator run` uses {self.root}; stop it or choose another --state-dir"
+            ) from None
+        return handle
+
+    def stable_ports(self, namespaces: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """Each namespace's AMQP and HTTPS port: the ones of earlier runs, new free ones for new
+        namespaces (remembered for the next run)."""
+        known: dict[str, Any] = {}
+        if self.emulator_ports.exists():
+            known = json.loads(self.emulator_ports.read_text(encoding="utf-8"))
+        ports = {name: (int(p[0]), int(p[1])) for name, p in known.items()}
+        for name in namespaces:
+            if name not in ports:
+                ports[name] = (_free_port(), _free_port())
+        write_atomically(self.emulator_ports, json.dumps({k: list(v) for k, v in sorted(ports.items())}))
+        return ports
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers (the app, a watcher) never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

@@ -1,0 +1,37 @@
+"""Reading Secret values for management access. Values are returned to the caller only: they never go
+into messages, status, Events, logs or metrics (messages name the Secret and key, nothing more)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from federator import reasons
+from federator.kube.client import SECRETS, KubeClient
+from federator.provision.errors import ManagementError
+
+
+async def secret_values(kube: KubeClient, namespace: str, name: str, keys: tuple[str, ...]) -> dict[str, str]:
+    """The values of `keys` in Secret `namespace/name`; SecretNotFound / SecretKeyNotFound otherwise."""
+    secret = await kube.get(SECRETS.path(namespace, name))
+    if secret is None:
+        raise ManagementError(
+            reasons.SECRET_NOT_FOUND,
+            f"Secret {namespace}/{name} does not exist; create it with key(s) {', '.join(keys)}",
+        )
+    data, plain = secret.get("data") or {}, secret.get("stringData") or {}
+    values: dict[str, str] = {}
+    for key in keys:
+        if key in plain:
+            values[key] = str(plain[key])
+        elif key in data:
+            try:
+                values[key] = base64.b64decode(data[key], validate=True).decode()
+            except (binascii.Error, UnicodeDecodeError):
+                message = f"Secret {namespace}/{name} key {key!r} is not valid base64 text"
+                raise ManagementError(reasons.SECRET_KEY_NOT_FOUND, message) from None
+        else:
+            raise ManagementError(
+                reasons.SECRET_KEY_NOT_FOUND, f"Secret {namespace}/{name} has no key {key!r}"
+            )
+    return values

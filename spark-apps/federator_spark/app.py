@@ -1,0 +1,60 @@
+"""Entry point of the replication Spark application: runs one ReplicationTask.
+
+spark-submit replicate.py --task-config /etc/federator/task/task.json   (the image's wrapper)
+python -m federator_spark --task-config task.json --master local[2] [--available-now]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from types import FrameType
+
+from pyspark.sql import SparkSession
+
+from federator_spark import metrics, pipeline
+from federator_spark.config import load_task_config
+from federator_spark.plan import plan_from_task
+
+logger = logging.getLogger("federator.replicate")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="federator_spark", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--task-config", required=True, help="path to the task config JSON, or the JSON itself"
+    )
+    parser.add_argument("--master", help="Spark master for local runs (spark-submit sets it otherwise)")
+    parser.add_argument("--available-now", action="store_true", help="process what is there, then stop")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    config = load_task_config(args.task_config)
+    plan = plan_from_task(config)
+    builder = SparkSession.builder.appName(f"federator-{config.namespace}-{config.name}").config(
+        "spark.sql.session.timeZone", "UTC"
+    )
+    if args.master:
+        builder = builder.master(args.master).config("spark.ui.enabled", "false")
+    spark = builder.getOrCreate()
+    server = None
+    if config.metrics_port and plan.status_file:
+        server = metrics.serve(config.metrics_port, plan.status_file, config.namespace, config.name)
+    query = pipeline.start(spark, config, available_now=args.available_now)
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        # The main thread is inside awaitTermination, a py4j call; stopping from another thread lets
+        # that call return normally instead of re-entering py4j from the signal handler.
+        logger.info("signal %d: stopping the query", signum)
+        threading.Thread(target=query.stop, name="federator-stop", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        query.awaitTermination()
+    finally:
+        if server is not None:
+            server.shutdown()
+        spark.stop()
+    return 0

@@ -1,0 +1,62 @@
+"""The `validate` editor: checks a JSON body against a JSON Schema (draft 2020-12). The reason of an
+invalid event names the failing location (a JSON path, ``$`` for the root) and what failed there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
+
+from federator.api.editors import ValidateEditor
+from federator_spark.config import TaskConfig, TaskConfigError
+from federator_spark.editors.base import EditorStep, Rejected, TaskScope
+from federator_spark.events import Event, EventMessage, NotJson
+
+
+@dataclass(frozen=True)
+class ValidateStep:
+    kind: ClassVar[str] = "validate"
+    schema: dict[str, Any]
+    drop_invalid: bool
+
+    @classmethod
+    def build(cls, spec: ValidateEditor, config: TaskConfig) -> ValidateStep:
+        if (spec.json_schema is None) == (spec.schema_config_map_ref is None):
+            raise TaskConfigError("set exactly one of jsonSchema and schemaConfigMapRef")
+        schema: Any = spec.json_schema
+        if spec.schema_config_map_ref is not None:
+            schema = config.config_map_json(spec.schema_config_map_ref)
+        if not isinstance(schema, dict):
+            raise TaskConfigError(f"the JSON Schema is a {type(schema).__name__}, not an object")
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as error:
+            raise TaskConfigError(f"invalid JSON Schema at {error.json_path}: {error.message}") from None
+        return cls(schema, spec.on_invalid == "drop")
+
+    def open(self, scope: TaskScope) -> EditorStep:
+        # A compiled validator does not pickle, so each task compiles its own.
+        return _Validator(Draft202012Validator(self.schema), self.drop_invalid)
+
+
+@dataclass(frozen=True)
+class _Validator:
+    validator: Draft202012Validator
+    drop_invalid: bool
+
+    def apply(self, event: Event, message: EventMessage) -> Event | None:
+        try:
+            document = event.json()
+        except NotJson as error:
+            return self._invalid(str(error))
+        if self.validator.is_valid(document):
+            return event
+        failure = best_match(self.validator.iter_errors(document))
+        return self._invalid(f"{failure.json_path}: {failure.message}")
+
+    def _invalid(self, reason: str) -> Event | None:
+        if self.drop_invalid:
+            return None
+        raise Rejected(reason)

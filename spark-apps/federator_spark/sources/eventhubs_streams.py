@@ -1,0 +1,216 @@
+"""Receiving from event hub partitions: one-off reads, and the open receivers Spark read tasks reuse.
+
+The synchronous SDK only receives inside ``receive_batch``, which returns when the client is closed,
+so a :class:`PartitionStream` runs it on a thread and hands the events over a bounded queue (the
+bound stops the receiver when nobody reads: an idle stream holds a few batches, not the backlog).
+
+Opening a receiver costs 0.5-1.5 s with the Python SDK (its handshake sleeps 50 ms per frame),
+longer than a whole micro-batch should take, so a Python worker keeps its streams open between
+tasks (:func:`take` / :func:`keep`). Spark gives a partition's next task to any idle worker, so a
+kept stream may be behind the position asked for: it skips forward when the gap is small (those
+events are mostly buffered already), and is reopened otherwise. A stream unused for
+``_IDLE_CLOSE_SECONDS`` is closed, so a partition has at most one receiver per Python worker that
+read it recently (Event Hubs allows 5 per partition and consumer group).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from federator_spark.connections import Connection, eventhub_consumer
+
+logger = logging.getLogger(__name__)
+
+# The SDK reads frames until it has ``prefetch`` events or the socket stays silent for
+# ``socket_timeout``, and only then hands events over: with its defaults (300, 0.2 s) a partition
+# receiving ~30 events/s can hold them back for seconds. 50 and 0.05 s bound that to ~0.6 s at worst
+# (Poisson arrivals at ~80/s) and 0.2 s at 250 events/s, at ~15k events/s per receiver.
+_PREFETCH = 50
+_SOCKET_TIMEOUT_SECONDS = 0.05
+_QUEUED_BATCHES = 20  # hand-overs (of up to _PREFETCH events) held while nobody reads
+_IDLE_WAIT_SECONDS = 1.0  # how long a one-off read waits before reporting "nothing new"
+_MAX_SKIP = 5_000  # a kept stream further behind than this is reopened rather than read forward
+_IDLE_CLOSE_SECONDS = 30.0
+
+StreamKey = tuple[str, str, str, str]  # connection option, event hub, consumer group, partition
+
+
+class PartitionStream:
+    """Events of one partition in sequence order, from ``position`` (a sequence number: the events
+    after it; a datetime: those enqueued from then on, or after it unless ``inclusive``)."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        event_hub: str,
+        consumer_group: str,
+        partition: str,
+        position: int | datetime | None,
+        *,
+        inclusive: bool = False,
+        prefetch: int = _PREFETCH,
+    ) -> None:
+        self.key: StreamKey = (connection.to_option(), event_hub, consumer_group, partition)
+        # The sequence number of the last event handed out (None: unknown until the first).
+        self.position = position if isinstance(position, int) else None
+        self.last_used = time.monotonic()
+        self.broken = False  # the receiver reported an error: nothing after it is handed out
+        self._pending: list[Any] = []  # received, not yet handed out
+        self._queue: queue.Queue[list[Any] | BaseException] = queue.Queue(_QUEUED_BATCHES)
+        self._closed = threading.Event()
+        self._client = eventhub_consumer(connection, event_hub, consumer_group)
+        # What the client's public ``socket_timeout`` keyword sets; ``eventhub_consumer`` takes no
+        # client options, so it is set before the first receive creates the connection.
+        self._client._config.socket_timeout = _SOCKET_TIMEOUT_SECONDS
+        self._thread = threading.Thread(
+            target=self._client.receive_batch,
+            kwargs={
+                "on_event_batch": lambda _context, events: self._hand_over(events),
+                "on_error": lambda _context, error: self._hand_over(error),
+                "partition_id": partition,
+                "starting_position": position if position is not None else "-1",
+                "starting_position_inclusive": inclusive,
+                "max_batch_size": prefetch,
+                "prefetch": prefetch,
+                # No max_wait_time: the SDK then hands events over as soon as any arrived.
+            },
+            daemon=True,
+            name=f"eventhubs-receive-{event_hub}-{partition}",
+        )
+        self._thread.start()
+
+    def _hand_over(self, item: list[Any] | BaseException) -> None:
+        if self.broken:  # after an error the SDK restarts from the first position: not for us
+            return
+        if isinstance(item, BaseException):
+            self.broken = True
+        # Blocking here while the queue is full is the flow control: the SDK stops granting credit.
+        while not self._closed.is_set():
+            try:
+                self._queue.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+    def next_events(self, wait: float) -> list[Any]:
+        """The next events in order, waiting up to ``wait`` seconds for some ([] if none came)."""
+        if self._pending:
+            events, self._pending = self._pending, []
+        else:
+            try:
+                item = self._queue.get(timeout=wait)
+            except queue.Empty:
+                return []
+            if isinstance(item, BaseException):
+                raise item
+            events = item
+        self.position = events[-1].sequence_number
+        self.last_used = time.monotonic()
+        return events
+
+    def read_range(self, after: int, until: int, timeout: float) -> Iterator[list[Any]]:
+        """The events with ``after < sequence number <= until``, in batches; events beyond ``until``
+        stay for the next call. Raises TimeoutError when none arrives for ``timeout`` seconds."""
+        if until <= after:
+            return
+        idle_since = time.monotonic()
+        while True:
+            events = self.next_events(min(_IDLE_WAIT_SECONDS, timeout))
+            if not events:
+                if time.monotonic() - idle_since > timeout:
+                    raise TimeoutError(f"partition {self.key[3]}: expected events did not arrive")
+                continue
+            idle_since = time.monotonic()
+            if events[-1].sequence_number > until:
+                keep_from = next(i for i, e in enumerate(events) if e.sequence_number > until)
+                events, self._pending = events[:keep_from], events[keep_from:]
+                self.position = until
+            wanted = (
+                [e for e in events if e.sequence_number > after]
+                if events[0].sequence_number <= after
+                else events
+            )
+            if wanted:
+                yield wanted
+            if self.position is not None and self.position >= until:
+                return
+
+    def close(self, wait: bool = False) -> None:
+        """Ends the receive loop; the SDK closes its socket on its thread, which ``wait`` waits for
+        (~0.8 s)."""
+        self._closed.set()
+        self._client.close()
+        if wait:
+            self._thread.join(10)
+
+
+def receive(
+    connection: Connection,
+    event_hub: str,
+    consumer_group: str,
+    partition: str,
+    position: int | datetime | None,
+    *,
+    inclusive: bool,
+    timeout: float,
+    expected: int = _PREFETCH,
+) -> Iterator[list[Any]]:
+    """A one-off read: batches of events from ``position``; an empty batch means nothing arrived for
+    a second. ``expected`` (how many events the caller wants at most) bounds the prefetch. Raises
+    TimeoutError after ``timeout`` seconds without any event. The receiver closes when the caller
+    stops iterating."""
+    stream = PartitionStream(
+        connection,
+        event_hub,
+        consumer_group,
+        partition,
+        position,
+        inclusive=inclusive,
+        prefetch=max(1, min(_PREFETCH, expected)),
+    )
+    idle_since = time.monotonic()
+    try:
+        while True:
+            events = stream.next_events(_IDLE_WAIT_SECONDS)
+            if events:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > timeout:
+                raise TimeoutError(f"no events from partition {partition} for {timeout}s")
+            yield events
+    finally:
+        stream.close(wait=True)
+
+
+# -------------------------------------------------------------------------- streams kept by a worker
+
+_kept: dict[StreamKey, PartitionStream] = {}
+
+
+def take(
+    connection: Connection, event_hub: str, consumer_group: str, partition: str, after: int
+) -> PartitionStream:
+    """A stream that continues after sequence number ``after``: this worker's kept one when it can
+    get there by reading forward, else a new one. Give it back with :func:`keep` when done."""
+    now = time.monotonic()
+    for key, kept in list(_kept.items()):
+        if kept.broken or now - kept.last_used > _IDLE_CLOSE_SECONDS:
+            del _kept[key]
+            kept.close()
+    stream = _kept.pop((connection.to_option(), event_hub, consumer_group, partition), None)
+    if stream is not None:
+        if not stream.broken and stream.position is not None and 0 <= after - stream.position <= _MAX_SKIP:
+            return stream
+        stream.close()
+    return PartitionStream(connection, event_hub, consumer_group, partition, after)
+
+
+def keep(stream: PartitionStream) -> None:
+    """Keep ``stream`` open for this worker's next task on its partition."""
+    stream.last_used = time.monotonic()
+    _kept[stream.key] = stream

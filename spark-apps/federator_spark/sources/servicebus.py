@@ -1,0 +1,416 @@
+"""Stream reader for a Service Bus queue, topic subscription, or one of their dead-letter sub-queues.
+
+Service Bus cannot replay, so the driver turns the entity into a log (design and crash walk-through:
+``docs/servicebus-source.md``):
+
+1. ``latestOffset`` receives up to the batch limit with a peek-lock receiver held by the driver,
+   writes the new messages to spool file *n* (atomically) and only then returns ``{"spool": n}``.
+2. Executors read the batch from the spool file, never from the broker, so a replayed batch is the
+   same messages in the same order.
+3. A message is completed at the source only after Spark's commit log shows its batch committed,
+   i.e. after the sink's commit (every target accepted the batch). The commit log is checked on every
+   ``latestOffset`` call and, while messages are held, every second by a settler thread that also
+   renews their locks. ``reader.commit`` is not used: Spark calls it a batch late, and never while idle.
+4. A message redelivered after a crash is recognised by its sequence number: completed at once if its
+   batch is committed, held (not spooled again) if its batch is spooled but not committed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+from federator_spark.config import local_path
+from federator_spark.connections import Connection, servicebus_client
+from federator_spark.plan import STATE_DIR
+from federator_spark.sources.servicebus_records import enqueued, to_record, to_row
+from federator_spark.sources.spool import (
+    SPOOL_KEY,
+    Disposition,
+    Ledger,
+    Spool,
+    committed_position,
+    offset,
+    read_spool_file,
+)
+
+logger = logging.getLogger(__name__)
+
+SUB_QUEUES = ("none", "deadLetter")
+_SETTLE_INTERVAL_SECONDS = 1.0
+_FURTHER_WAIT_SECONDS = 0.2  # after the first receive of a batch: only what is already flowing
+# Assumed until a received message tells the entity's lock duration: Service Bus's longest, so nothing
+# expected back is forgotten too early.
+_DEFAULT_LOCK_SPAN_SECONDS = 300.0
+# Identifies this process: the driver-side runner that holds the receiver for one run of a query.
+_RUN_ID = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    connection: Connection
+    queue: str | None
+    topic: str | None
+    subscription: str | None
+    dead_letter: bool
+    max_messages: int
+    checkpoint: Path
+    wait_seconds: float
+    max_lock_renewal_seconds: float
+
+    @classmethod
+    def from_options(cls, options: Any) -> SourceSettings:
+        for required in ("connection", "checkpointLocation"):
+            if required not in options:
+                raise ValueError(f"servicebus source needs the option {required!r}")
+        queue, topic, subscription = (
+            options.get("queueName"),
+            options.get("topicName"),
+            options.get("subscriptionName"),
+        )
+        if (queue is None) == (topic is None) or (topic is None) != (subscription is None):
+            raise ValueError("servicebus source needs 'queueName', or 'topicName' with 'subscriptionName'")
+        sub_queue = options.get("subQueue", "none")
+        if sub_queue not in SUB_QUEUES:
+            raise ValueError(f"subQueue must be one of {SUB_QUEUES}, not {sub_queue!r}")
+        max_messages = int(options.get("maxMessagesPerBatch", "500"))
+        if max_messages < 1:
+            raise ValueError("maxMessagesPerBatch must be at least 1")
+        return cls(
+            connection=Connection.from_option(options["connection"]),
+            queue=queue,
+            topic=topic,
+            subscription=subscription,
+            dead_letter=sub_queue == "deadLetter",
+            max_messages=max_messages,
+            checkpoint=local_path(options["checkpointLocation"]),
+            wait_seconds=float(options.get("receiveWaitSeconds", "1")),
+            max_lock_renewal_seconds=float(options.get("maxLockRenewalSeconds", "600")),
+        )
+
+    @property
+    def entity_path(self) -> str:
+        path = self.queue or f"{self.topic}/Subscriptions/{self.subscription}"
+        return f"{path}/$DeadLetterQueue" if self.dead_letter else path
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.checkpoint / STATE_DIR / "servicebus"
+
+
+class SpoolPartition(InputPartition):
+    def __init__(self, number: int, path: str) -> None:
+        super().__init__((number, path))
+        self.number = number
+        self.path = path
+
+
+class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Options: ``connection`` (JSON, see :class:`Connection`), ``queueName`` | ``topicName`` +
+    ``subscriptionName``, ``subQueue`` (``none`` | ``deadLetter``), ``maxMessagesPerBatch`` (default
+    500), ``checkpointLocation`` (**required**, the query's own: spool files live under it and Spark's
+    commit log there decides completion), ``receiveWaitSeconds`` (how long an idle poll waits, default
+    1), ``maxLockRenewalSeconds`` (how long locks are renewed without any call from Spark, default 600).
+    """
+
+    def __init__(self, options: Any) -> None:
+        self.settings = SourceSettings.from_options(options)
+
+    # ------------------------------------------------------------------------------------ driver side
+
+    def _driver(self) -> SourceDriver:
+        return driver_for(self.settings)
+
+    def initialOffset(self) -> dict[str, int]:
+        return offset(0)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.settings.max_messages)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._driver().prepare_available_now()
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        wanted = self.settings.max_messages
+        if isinstance(limit, ReadMaxRows):
+            wanted = min(wanted, limit.max_rows)
+        return offset(self._driver().latest(int(start[SPOOL_KEY]), wanted))
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        # Only the spool's paths: planning must not start a driver (which claims the source).
+        spool = Spool(self.settings.spool_dir)
+        return [
+            SpoolPartition(n, str(spool.path(n))) for n in range(start[SPOOL_KEY] + 1, end[SPOOL_KEY] + 1)
+        ]
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Not used: Spark calls it one batch late and never while idle, so completion follows Spark's
+        commit log instead (see :meth:`SourceDriver.settle`)."""
+
+    # ------------------------------------------------------------------------------------ executor side
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, SpoolPartition)
+        source, records = read_spool_file(Path(partition.path))
+        for record in records:
+            yield to_row(record, source)
+
+
+# ---------------------------------------------------------------------------------------- the driver
+
+_DRIVERS: dict[Path, SourceDriver] = {}
+_DRIVERS_LOCK = threading.Lock()
+
+
+def driver_for(settings: SourceSettings) -> SourceDriver:
+    """The process's driver state for a source: the runner calls every driver-side method of the
+    reader in one long-lived process, so the receiver and its locks live here, not in the (pickled)
+    reader."""
+    with _DRIVERS_LOCK:
+        driver = _DRIVERS.get(settings.spool_dir)
+        if driver is None or driver.handed_over:
+            driver = _DRIVERS[settings.spool_dir] = SourceDriver(settings)
+        driver.touch()
+        return driver
+
+
+class SourceDriver:
+    def __init__(self, settings: SourceSettings) -> None:
+        self.settings = settings
+        self.spool = Spool(settings.spool_dir)
+        # A newer run of the query takes over: the previous run's settler sees this and lets go.
+        self.spool.claim(_RUN_ID)
+        self.ledger = Ledger(self.spool)
+        self.lock = threading.RLock()
+        # Received messages whose locks we keep until their batch is committed, by sequence number.
+        self.held: dict[int, Any] = {}
+        self.lock_span: float | None = None
+        self.last_call = time.monotonic()
+        self.available_now_since: datetime | None = None
+        self.reached_present = False
+        self.handed_over = False
+        self._client: Any = None
+        self._receiver: Any = None
+        self._source: str | None = None
+        self._settler: threading.Thread | None = None
+
+    def touch(self) -> None:
+        self.last_call = time.monotonic()
+
+    def prepare_available_now(self) -> None:
+        """``availableNow`` reads what is there now: it stops after a receive that left the entity
+        empty, or that brought a message enqueued after this moment (so a busy entity cannot keep the
+        run going forever)."""
+        self.available_now_since = datetime.now(UTC)
+        self.reached_present = False
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = f"{self.settings.connection.host}/{self.settings.entity_path}"
+        return self._source
+
+    def receiver(self) -> Any:
+        if self._receiver is None:
+            from azure.servicebus import ServiceBusReceiveMode, ServiceBusSubQueue
+
+            settings = self.settings
+            self._client = servicebus_client(settings.connection)
+            common: dict[str, Any] = {
+                "receive_mode": ServiceBusReceiveMode.PEEK_LOCK,
+                "prefetch_count": 0,  # only what a batch asks for gets locked
+                "sub_queue": ServiceBusSubQueue.DEAD_LETTER if settings.dead_letter else None,
+            }
+            if settings.queue is not None:
+                self._receiver = self._client.get_queue_receiver(settings.queue, **common)
+            else:
+                self._receiver = self._client.get_subscription_receiver(
+                    settings.topic, settings.subscription, **common
+                )
+        return self._receiver
+
+    # ---------------------------------------------------------------------------------------- batches
+
+    def latest(self, start: int, wanted: int) -> int:
+        with self.lock:
+            committed = self.settle()
+            if committed < start:
+                raise RuntimeError(
+                    f"Spark's commit log at {self.settings.checkpoint} is behind the source offset "
+                    f"(spool {committed} < {start}): the reader's checkpointLocation must be the query's"
+                )
+            if self.ledger.pending_after(start):
+                # Spooled before a crash, before Spark logged the batch: that file is the next batch.
+                return start + 1
+            if self.available_now_since is not None and self.reached_present:
+                return start
+            new = self._sort(self._receive(wanted))
+            if new:
+                self.ledger.append(start + 1, self.source, [to_record(m) for m in new])
+                self.held.update((m.sequence_number, m) for m in new)
+            if self.held:
+                self._ensure_settler()
+            if not new:
+                return start
+            logger.info(
+                "servicebus %s: spooled %d messages as %d", self.settings.entity_path, len(new), start + 1
+            )
+            return start + 1
+
+    def _receive(self, wanted: int) -> list[Any]:
+        """Up to ``wanted`` messages; stops early when the entity runs dry, or after a quarter of the lock
+        duration, so the first messages are renewed (by the settler, which waits for this lock) in time."""
+        receiver = self.receiver()
+        received: list[Any] = []
+        started = time.monotonic()
+        wait = self.settings.wait_seconds
+        drained = False
+        while len(received) < wanted:
+            batch = receiver.receive_messages(max_message_count=wanted - len(received), max_wait_time=wait)
+            if not batch:
+                drained = True
+                break
+            self._learn_lock_span(batch[0])
+            received.extend(batch)
+            wait = _FURTHER_WAIT_SECONDS
+            if time.monotonic() - started > (self.lock_span or _DEFAULT_LOCK_SPAN_SECONDS) / 4:
+                break
+        if self.available_now_since is not None and (
+            drained or any(enqueued(m) >= self.available_now_since for m in received)
+        ):
+            self.reached_present = True
+        if drained:
+            # Anything we still expected back would have been redelivered by now.
+            span = self.lock_span or _DEFAULT_LOCK_SPAN_SECONDS
+            forgotten = self.ledger.prune(expected_by=time.monotonic() - 2 * span)
+            if forgotten:
+                logger.info("servicebus: %d completions no longer expected (settled or gone)", len(forgotten))
+        return received
+
+    def _learn_lock_span(self, message: Any) -> None:
+        if message.locked_until_utc is not None:
+            span = (message.locked_until_utc - datetime.now(UTC)).total_seconds()
+            self.lock_span = max(span, 1.0)
+
+    def _sort(self, received: list[Any]) -> list[Any]:
+        """Redeliveries of spooled messages are completed or held; the rest is new."""
+        new: list[Any] = []
+        complete: list[Any] = []
+        for message in received:
+            disposition = self.ledger.classify(message.sequence_number)
+            if disposition is Disposition.NEW:
+                new.append(message)
+            elif disposition is Disposition.HOLD:
+                self.held[message.sequence_number] = message
+            else:
+                complete.append(message)
+        if complete:
+            self._complete(complete)
+        redelivered = len(received) - len(new)
+        if redelivered:
+            logger.info("servicebus: %d redelivered messages were already spooled", redelivered)
+        return new
+
+    # --------------------------------------------------------------------------------------- settling
+
+    def settle(self) -> int:
+        """Complete the held messages of committed batches, renew the other locks; returns the committed
+        spool position."""
+        with self.lock:
+            committed = committed_position(self.settings.checkpoint)
+            self.ledger.fold(committed)
+            due = [self.held.pop(seq) for seq in list(self.held) if seq in self.ledger.completing]
+            if due:
+                self._complete(due)
+            self._renew()
+            return committed
+
+    def _complete(self, messages: list[Any]) -> None:
+        from azure.servicebus.exceptions import MessageAlreadySettled, MessageLockLostError, ServiceBusError
+
+        receiver = self.receiver()
+        done: list[int] = []
+        for message in messages:
+            seq = message.sequence_number
+            try:
+                receiver.complete_message(message)
+                done.append(seq)
+            except (MessageLockLostError, MessageAlreadySettled):
+                pass  # stays expected: completed when it is redelivered
+            except ServiceBusError as error:
+                logger.warning("servicebus: completing message %d failed (%s), retrying", seq, error)
+                self.held[seq] = message
+        self.ledger.completed(done)
+
+    def _renew(self) -> None:
+        from azure.servicebus.exceptions import MessageLockLostError, ServiceBusError
+
+        now = datetime.now(UTC)
+        half_span = (self.lock_span or _DEFAULT_LOCK_SPAN_SECONDS) / 2
+        for seq, message in list(self.held.items()):
+            locked_until = message.locked_until_utc
+            if locked_until is not None and (locked_until - now).total_seconds() > half_span:
+                continue
+            try:
+                self.receiver().renew_message_lock(message)
+            except MessageLockLostError:
+                del self.held[seq]  # redelivered later, and held again then
+            except ServiceBusError as error:
+                logger.warning("servicebus: renewing the lock of message %d failed (%s)", seq, error)
+
+    def _ensure_settler(self) -> None:
+        if self._settler is None or not self._settler.is_alive():
+            self._settler = threading.Thread(target=self._settle_loop, daemon=True, name="servicebus-settler")
+            self._settler.start()
+
+    def _settle_loop(self) -> None:
+        """Runs while messages are held. Stops when a newer run took over (it lets the messages go),
+        or when Spark has not called for ``maxLockRenewalSeconds`` (the locks then lapse)."""
+        while True:
+            time.sleep(_SETTLE_INTERVAL_SECONDS)
+            with self.lock:
+                if self.spool.owner() != _RUN_ID:
+                    self._hand_over()
+                    return
+                if not self.held:
+                    return
+                if time.monotonic() - self.last_call > self.settings.max_lock_renewal_seconds:
+                    logger.warning(
+                        "servicebus: no call from Spark for a while, letting %d locks lapse", len(self.held)
+                    )
+                    return
+                try:
+                    self.settle()
+                except Exception:  # the settler must survive a broker or disk hiccup; next tick retries
+                    logger.exception("servicebus: settling failed")
+
+    def _hand_over(self) -> None:
+        """A newer run owns the source: give our locked messages back at once (abandon) so it can take
+        them, instead of holding them until their locks lapse."""
+        from azure.servicebus.exceptions import ServiceBusError
+
+        self.handed_over = True
+        for message in self.held.values():
+            with contextlib.suppress(ServiceBusError, ValueError):  # if it fails, the lock lapses instead
+                self._receiver.abandon_message(message)
+        self.held.clear()
+        logger.info("servicebus %s: a newer run took over", self.settings.entity_path)
+        if self._receiver is not None:
+            try:
+                self._receiver.close()
+                self._client.close()
+            except Exception:  # closing a receiver whose connection is gone
+                logger.debug("servicebus: closing after the hand-over failed", exc_info=True)

@@ -1,0 +1,93 @@
+"""The writer around the chain, without Spark (a write task called directly, publishing to an
+emulator queue): a poison event or a rejection never stops the task; without a dead-letter endpoint
+the event is dropped, counted and logged by reason (never by body); routing reads the edited event."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from azure.servicebus import ServiceBusClient
+
+from federator_spark.config import parse_task_config
+from federator_spark.plan import plan_from_task
+from federator_spark.sinks.replication import ReplicationWriter
+
+pytestmark = pytest.mark.slow  # an emulator, a few seconds
+
+DEEP = "[" * 5000 + "]" * 5000  # json.loads raises RecursionError: an exception no editor expects
+
+
+def row(sequence: int, text: str, **properties: str) -> dict[str, Any]:
+    return {
+        "body": text.encode(),
+        "source": "host/src",
+        "partition": "0",
+        "partition_count": 1,
+        "sequence_number": sequence,
+        "offset": str(sequence),
+        "enqueued_time": datetime(2026, 11, 1, tzinfo=UTC),
+        "partition_key": None,
+        "properties": properties,
+        "system_properties": {},
+    }
+
+
+def test_poison_and_rejected_events_are_dropped_counted_and_logged_without_their_body(
+    emulator_factory, tmp_path, caplog
+):
+    emulator = emulator_factory({"namespaces": [{"name": "ns1", "queues": [{"name": "out"}]}]})
+    cs = emulator.connection_string("ns1")
+    connection = {"emulator": {"namespace": "ns1"}}
+    spec = {
+        "source": {"eventHub": {"connection": connection, "eventHubName": "src"}},
+        "editors": [
+            {"transform": {"rename": {"size": "kind"}}},
+            {"enrich": {"properties": {"stage": "edited"}}},
+        ],
+        # Both conditions read what the editors made.
+        "targets": [
+            {
+                "name": "out",
+                "serviceBus": {"connection": connection, "queueName": "out"},
+                "condition": "body.kind = 'big' AND stage = 'edited'",
+            }
+        ],
+    }
+    raw = {
+        "kind": "ReplicationTask",
+        "metadata": {"name": "t", "namespace": "default"},
+        "spec": spec,
+        "checkpointLocation": str(tmp_path / "checkpoint"),
+        "emulatorConnections": {"ns1": cs},
+    }
+    writer = ReplicationWriter(plan_from_task(parse_task_config(raw)))
+    rows = [
+        row(0, json.dumps({"size": "big", "n": 0})),
+        row(1, DEEP),
+        row(2, "secret-looking-body-not-json"),
+        row(3, json.dumps({"size": "small", "n": 3})),
+        row(4, json.dumps({"size": "big", "n": 4})),
+    ]
+
+    with caplog.at_level(logging.WARNING, logger="federator_spark.sinks.replication"):
+        report = writer.write(iter(rows))
+
+    assert (report.events_in, report.rejected_dropped, report.unrouted_dropped) == (5, 2, 1)
+    assert report.out == {"out": 2} and report.dead_lettered == {}
+    with ServiceBusClient.from_connection_string(cs) as client, client.get_queue_receiver("out") as receiver:
+        received = receiver.receive_messages(max_message_count=10, max_wait_time=5)
+    assert [json.loads(str(m))["n"] for m in received] == [0, 4]
+    assert received[0].application_properties[b"stage"] == b"edited"
+    logged = [r.getMessage() for r in caplog.records if r.name == "federator_spark.sinks.replication"]
+    assert logged == [
+        "event host/src/0/1 dropped (no deadLetter endpoint): "
+        "0:transform: RecursionError: maximum recursion depth exceeded "
+        "while decoding a JSON array from a unicode string",
+        "event host/src/0/2 dropped (no deadLetter endpoint): "
+        "0:transform: body is not JSON: Expecting value: line 1 column 1 (char 0)",
+    ]
+    assert not any("secret-looking" in line or "[[[" in line for line in logged)

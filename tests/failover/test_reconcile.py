@@ -1,0 +1,157 @@
+"""One FailoverGroup round against the fake API server and an emulator: what it publishes, and how it
+reports problems a human must fix (Stalled) apart from the switching, which goes on."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+
+from federator.failover.runtime import FailoverRuntime
+from federator.kube.client import KubeClient
+from federator.provision.environment import ManagementEnvironment
+from federator.reconcile.failovergroup import reconcile
+from federator_emulator.server import RunningEmulator
+from federator_emulator.testing import AsyncFakeCredential, EmulatorFactory
+from support.kube import KubeServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio]
+
+NS = "default"
+SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
+
+
+@pytest.fixture
+def emulator(emulator_factory: EmulatorFactory) -> RunningEmulator:
+    return emulator_factory(
+        {
+            "dnsZones": [{"name": "federator.test"}],
+            "namespaces": [{"name": n, "queues": [{"name": "orders"}]} for n in ("weu", "neu")],
+        }
+    )
+
+
+@pytest_asyncio.fixture
+async def client(kube: KubeServer, emulator: RunningEmulator) -> AsyncIterator[KubeClient]:
+    found = KubeClient(kube.url, aiohttp.ClientSession(headers={"Accept": "application/json"}))
+    for name in ("weu", "neu"):
+        await found.create(
+            f"/api/v1/namespaces/{NS}/secrets",
+            {
+                "metadata": {"name": name},
+                "stringData": {"connectionString": emulator.connection_string(name)},
+            },
+        )
+    await found.create(
+        f"/api/v1/namespaces/{NS}/secrets",
+        {
+            "metadata": {"name": "dns-sp"},
+            "stringData": {"tenantId": "t", "clientId": "c", "clientSecret": "s"},
+        },
+    )
+    yield found
+    await found.close()
+
+
+def runtime(emulator: RunningEmulator, token: str = "arm-token") -> FailoverRuntime:
+    return FailoverRuntime(
+        management=ManagementEnvironment(
+            arm_endpoint=emulator.arm_endpoint,
+            connection_verify=str(emulator.ca_path),
+            credential_factory=lambda source: AsyncFakeCredential(token),
+        )
+    )
+
+
+def body(**spec: Any) -> dict[str, Any]:
+    connection = spec.pop("connection", lambda m: {"secretRef": {"name": m}})
+    return {
+        "metadata": {"name": "orders", "namespace": NS, "uid": "u-1", "generation": 1},
+        "spec": {
+            "primaryMember": "weu",
+            "members": [
+                {"name": m, "endpoint": f"{m}.servicebus.windows.net", "connection": connection(m)}
+                for m in ("weu", "neu")
+            ],
+            "probe": {"entity": {"queueName": "orders"}, "timeoutSeconds": 5},
+            **spec,
+        },
+    }
+
+
+def dns(zone: str = "federator.test") -> dict[str, Any]:
+    return {
+        "dns": {
+            "zone": {
+                "subscriptionId": SUBSCRIPTION,
+                "resourceGroup": "emulator",
+                "zoneName": zone,
+                "credential": {"servicePrincipalSecretRef": {"name": "dns-sp"}},
+            },
+            "producerRecordName": "orders-send",
+            "consumerRecordName": "orders-receive",
+        }
+    }
+
+
+def by_type(conditions: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in conditions}
+
+
+async def test_a_round_publishes_the_endpoints_and_a_second_one_writes_nothing(
+    client: KubeClient, emulator: RunningEmulator
+) -> None:
+    group = body(publishing=dns())
+    first = (await reconcile(client, runtime(emulator), group)).result
+    assert by_type(first.conditions)["Ready"] == ("True", "Active")
+    assert first.status_patch["phase"] == "Normal" and first.status_patch["observedGeneration"] == 1
+    config_map = await client.get(f"/api/v1/namespaces/{NS}/configmaps/orders-endpoints")
+    assert config_map is not None and config_map["data"]["producerMember"] == "weu"
+    assert config_map["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+
+    settled = {**group, "status": first.status_patch}
+    second = await reconcile(client, runtime(emulator), settled)
+    assert second.result.status_patch == {} and second.result.notes == [] and second.switches == []
+
+
+async def test_a_missing_member_secret_stalls_the_group_before_anything_is_published(
+    client: KubeClient, emulator: RunningEmulator
+) -> None:
+    result = (
+        await reconcile(
+            client, runtime(emulator), body(connection=lambda m: {"secretRef": {"name": f"x{m}"}})
+        )
+    ).result
+    assert by_type(result.conditions)["Stalled"] == ("True", "SecretNotFound")
+    assert "xweu" in result.conditions[0]["message"]
+    assert await client.get(f"/api/v1/namespaces/{NS}/configmaps/orders-endpoints") is None
+
+
+async def test_emulator_members_need_local_mode(client: KubeClient, emulator: RunningEmulator) -> None:
+    group = body(connection=lambda m: {"emulator": {"namespace": m}})
+    in_cluster = (await reconcile(client, runtime(emulator), group)).result
+    assert by_type(in_cluster.conditions)["Stalled"] == ("True", "EmulatorOnlyInLocalMode")
+    local = runtime(emulator)
+    local.emulators = {m: emulator.connection_string(m) for m in ("weu", "neu")}
+    assert by_type((await reconcile(client, local, group)).result.conditions)["Ready"] == ("True", "Active")
+
+
+@pytest.mark.parametrize(
+    ("zone", "token", "reason", "detail"),
+    [
+        ("nowhere.test", "arm-token", "EntityNotFound", "nowhere.test"),
+        ("federator.test", "", "ManagementAuthFailed", "authentication failed"),
+    ],
+)
+async def test_dns_problems_stall_the_group_but_the_config_map_is_published(
+    client: KubeClient, emulator: RunningEmulator, zone: str, token: str, reason: str, detail: str
+) -> None:
+    result = (await reconcile(client, runtime(emulator, token), body(publishing=dns(zone)))).result
+    stalled = next(c for c in result.conditions if c["type"] == "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", reason)
+    assert detail in stalled["message"] and "endpoints ConfigMap published" in stalled["message"]
+    assert result.status_patch["producerMember"] == "weu", "the state machine ran"
+    assert await client.get(f"/api/v1/namespaces/{NS}/configmaps/orders-endpoints") is not None

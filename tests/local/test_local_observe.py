@@ -1,0 +1,112 @@
+"""What the live view says about a task, from its process, its log and its status file; and how the
+demo counts a target (loss, duplicates, order, lag)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from federator import reasons
+from federator.local.observe import LogWatch, app_row, started_marker
+from federator.local.tally import Received, tally
+from federator.local.traffic import SentEvent, event_id
+
+STATUS = {
+    "targets": {"a": {"eventsOut": 7, "deadLettered": 1}, "b": {"eventsOut": 3, "deadLettered": 0}},
+    "replicationLagSeconds": 1.5,
+    "lastBatchTime": "2026-11-21T10:00:00Z",
+}
+
+
+def watch(tmp_path: Path, text: str = "") -> LogWatch:
+    log = tmp_path / "app.log"
+    log.write_text("old run: task default/t started (query 1)\n")  # an earlier run's lines do not count
+    result = LogWatch(log, started_marker("default", "t"))
+    with log.open("a") as f:
+        f.write(text)
+    result.poll()
+    return result
+
+
+def test_a_starting_app_is_reconciling(tmp_path: Path) -> None:
+    row = app_row("default/t", exit_code=None, stop_requested=False, log=watch(tmp_path), status={})
+
+    assert (row.condition, row.reason) == ("Reconciling", reasons.SPARK_APPLICATION_PENDING)
+    assert row.replicated is None
+
+
+def test_an_app_whose_query_runs_is_ready_with_the_status_files_figures(tmp_path: Path) -> None:
+    log = watch(tmp_path, "INFO federator_spark.pipeline: task default/t started (query 42)\n")
+
+    row = app_row("default/t", exit_code=None, stop_requested=False, log=log, status=STATUS)
+
+    assert (row.condition, row.reason) == ("Ready", reasons.RUNNING)
+    assert (row.replicated, row.dead_lettered, row.lag_seconds) == (10, 1, 1.5)
+    assert row.last_batch == "2026-11-21T10:00:00Z"
+
+
+def test_an_app_that_exits_by_itself_is_stalled_with_its_last_exception(tmp_path: Path) -> None:
+    log = watch(
+        tmp_path,
+        "Traceback (most recent call last):\n"
+        '  File "replicate.py", line 1\n'
+        "federator_spark.config.TaskConfigError: Service Bus sources are not supported yet\n"
+        "26/11/21 INFO ShutdownHookManager: Shutdown hook called\n",
+    )
+
+    row = app_row("default/t", exit_code=1, stop_requested=False, log=log, status={})
+
+    assert (row.condition, row.reason) == ("Stalled", reasons.SPARK_APPLICATION_FAILED)
+    assert "exited with code 1: TaskConfigError: Service Bus sources are not supported yet" in row.message
+    assert str(log.path) in row.message
+
+
+def test_an_app_stopped_on_request_is_not_a_failure(tmp_path: Path) -> None:
+    row = app_row("default/t", exit_code=-15, stop_requested=True, log=watch(tmp_path), status=STATUS)
+
+    assert (row.condition, row.reason) == ("Reconciling", reasons.SPARK_APPLICATION_STOPPED)
+    assert row.replicated == 10
+
+
+def test_the_log_is_followed_across_partial_writes(tmp_path: Path) -> None:
+    log = watch(tmp_path, "INFO task default/t sta")
+    assert not log.started
+
+    with log.path.open("a") as f:
+        f.write("rted (query 9)\n")
+    log.poll()
+
+    assert log.started
+
+
+def sent(*pairs: tuple[str, int], priority: str = "normal") -> dict[str, SentEvent]:
+    return {event_id(k, s): SentEvent(k, s, 100.0 + s, priority) for k, s in pairs}
+
+
+def received(key: str, seq: int, at: float) -> Received:
+    return Received(event_id(key, seq), at)
+
+
+def test_the_tally_counts_loss_duplicates_order_and_strangers() -> None:
+    events = sent(("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1))
+    at_target = [
+        received("a", 0, 101.0),
+        received("a", 2, 103.0),
+        received("a", 1, 104.0),  # after a later event of its key
+        received("a", 1, 105.0),  # a second copy
+        received("b", 0, 100.5),
+        Received(None, 100.0),  # not one of the demo's events
+    ]
+
+    result = tally(events, at_target, lambda e: True)
+
+    assert (result.expected, result.replicated, result.lost) == (5, 4, 1)  # b-1 never arrived
+    assert (result.duplicated, result.out_of_order, result.unexpected) == (1, 1, 1)
+    assert (result.lag_p50_seconds, result.lag_p99_seconds) == (1.0, 3.0)  # lags 0.5, 1, 1, 3
+
+
+def test_the_tally_of_a_routed_target_expects_only_what_matches() -> None:
+    events = {**sent(("a", 0), priority="high"), **sent(("a", 1))}
+
+    result = tally(events, [received("a", 0, 100.2), received("a", 1, 101.2)], lambda e: e.priority == "high")
+
+    assert (result.expected, result.replicated, result.lost, result.unexpected) == (1, 1, 0, 1)

@@ -1,0 +1,109 @@
+"""ConfigMap keys that editors read reach the Spark pods as read-only files, named in the task config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from federator.api.replicationtask import ReplicationTaskSpec
+from federator.planning.launchers import LAUNCHERS, render_spark_application
+from federator.planning.task import TaskPlan, plan_replication_task
+from federator.settings import OperatorSettings
+from federator.validation.schema import crd_root_json_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE_CRDS = ROOT.parent / "shared" / "reference" / "crds"
+CRD_FILES = {
+    "kubeflow": ("kubeflow-sparkoperator.k8s.io_sparkapplications.yaml", "v1beta2"),
+    "apache": ("apache-sparkapplications.spark.apache.org-v1.yaml", "v1"),
+}
+EDITORS = [
+    {"validate": {"schemaConfigMapRef": {"name": "schemas", "key": "order.json"}}},
+    {
+        "enrich": {
+            "lookup": {
+                "configMapRef": {"name": "merchant-regions", "key": "regions.json"},
+                "keyFrom": "body.merchant",
+                "into": "region",
+            }
+        }
+    },
+    {
+        "transcode": {
+            "input": "json",
+            "output": "avro",
+            "avroSchema": {"configMapRef": {"name": "schemas", "key": "order.avsc"}},
+        }
+    },
+    {"validate": {"schemaConfigMapRef": {"name": "schemas", "key": "order.json"}}},  # the same key twice
+    {"transcode": {"input": "avro", "output": "json", "avroSchema": {"inline": '"string"'}}},
+]
+
+
+def _plan(editors: list[dict[str, Any]]) -> TaskPlan:
+    doc = yaml.safe_load((ROOT / "examples" / "eh-replication-cluster.yaml").read_text(encoding="utf-8"))
+    spec = ReplicationTaskSpec.model_validate(
+        {**doc["spec"], "editors": editors, "deadLetter": {"eventHub": doc["spec"]["targets"][0]["eventHub"]}}
+    )
+    return plan_replication_task(name="orders", namespace="messaging", spec=spec, settings=OperatorSettings())
+
+
+def _crd_errors(launcher: str, app: dict[str, Any]) -> list[str]:
+    file, version = CRD_FILES[launcher]
+    crd = yaml.safe_load((REFERENCE_CRDS / file).read_text(encoding="utf-8"))
+    served = next(v for v in crd["spec"]["versions"] if v["name"] == version)
+    validator = jsonschema.Draft202012Validator(crd_root_json_schema(served["schema"]["openAPIV3Schema"]))
+    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(app)]
+
+
+def test_the_task_config_names_a_file_for_each_config_map_key_once() -> None:
+    config = json.loads(_plan(EDITORS).config_map["data"]["task.json"])
+    assert config["configMapFiles"] == {
+        "merchant-regions/regions.json": "/etc/federator/config-maps/merchant-regions/regions.json",
+        "schemas/order.avsc": "/etc/federator/config-maps/schemas/order.avsc",
+        "schemas/order.json": "/etc/federator/config-maps/schemas/order.json",
+    }
+
+
+def test_without_config_map_references_nothing_is_mounted() -> None:
+    plan = _plan([{"filter": {"condition": "a = 1"}}])
+    assert json.loads(plan.config_map["data"]["task.json"])["configMapFiles"] == {}
+    app = render_spark_application("kubeflow", plan.spark_app)
+    assert [v["name"] for v in app["spec"]["volumes"]] == ["federator-task", "federator-checkpoint"]
+
+
+def _pods(launcher: str, app: dict[str, Any]) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """The volumes and the driver's and executors' volume mounts of a rendered application."""
+    spec = app["spec"]
+    if launcher == "kubeflow":
+        return spec["volumes"], [spec["driver"]["volumeMounts"], spec["executor"]["volumeMounts"]]
+    pods = [spec[role]["podTemplateSpec"]["spec"] for role in ("driverSpec", "executorSpec")]
+    return pods[0]["volumes"], [pod["containers"][0]["volumeMounts"] for pod in pods]
+
+
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_each_config_map_is_one_read_only_volume_mounted_where_the_task_config_says(launcher: str) -> None:
+    plan = _plan(EDITORS)
+    app = render_spark_application(launcher, plan.spark_app)  # type: ignore[arg-type]
+    assert _crd_errors(launcher, app) == []
+    volumes, mounts_per_pod = _pods(launcher, app)
+    config_maps = {
+        v["configMap"]["name"]: v for v in volumes if "configMap" in v and v["name"] != "federator-task"
+    }
+    assert {name: v["configMap"]["items"] for name, v in config_maps.items()} == {
+        "merchant-regions": [{"key": "regions.json", "path": "regions.json"}],
+        "schemas": [{"key": "order.avsc", "path": "order.avsc"}, {"key": "order.json", "path": "order.json"}],
+    }
+    files = json.loads(plan.config_map["data"]["task.json"])["configMapFiles"]
+    for mounts in mounts_per_pod:
+        by_volume = {m["name"]: m for m in mounts}
+        for ref, path in files.items():
+            name, key = ref.split("/")
+            mount = by_volume[config_maps[name]["name"]]
+            assert mount["readOnly"] is True
+            assert f"{mount['mountPath']}/{key}" == path

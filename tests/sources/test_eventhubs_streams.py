@@ -1,0 +1,98 @@
+"""Partition streams against the emulator, without Spark: a read hands out exactly the asked range and
+keeps what came beyond it, and a Python worker's kept stream serves its next task on the partition
+when it can get there by reading forward."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from azure.eventhub import EventData, EventHubProducerClient
+
+from federator_emulator.server import RunningEmulator
+from federator_spark.connections import Connection
+from federator_spark.sources import eventhubs_streams
+from federator_spark.sources.eventhubs_streams import PartitionStream
+
+pytestmark = pytest.mark.slow  # each receiver takes the SDK ~1 s to open and close
+
+CONFIG = {"namespaces": [{"name": "ns1", "eventHubs": [{"name": "hub", "partitionCount": 1}]}]}
+
+
+@pytest.fixture
+def hub(emulator_factory) -> Iterator[tuple[Connection, RunningEmulator]]:
+    emulator = emulator_factory(CONFIG)
+    yield Connection(connection_string=emulator.connection_string("ns1")), emulator
+    for stream in list(eventhubs_streams._kept.values()):  # streams this test process kept
+        stream.close(wait=True)
+    eventhubs_streams._kept.clear()
+
+
+def publish(emulator: RunningEmulator, count: int, first: int = 0) -> None:
+    cs = emulator.connection_string("ns1")
+    with EventHubProducerClient.from_connection_string(cs, eventhub_name="hub") as producer:
+        batch = producer.create_batch(partition_id="0")
+        for i in range(first, first + count):
+            batch.add(EventData(f"e{i}"))
+        producer.send_batch(batch)
+
+
+def sequences(stream: PartitionStream, after: int, until: int) -> list[int]:
+    return [e.sequence_number for events in stream.read_range(after, until, timeout=10) for e in events]
+
+
+def test_a_range_read_stops_at_its_end_and_the_next_range_continues_from_the_kept_events(hub) -> None:
+    connection, emulator = hub
+    publish(emulator, 30)
+    stream = PartitionStream(connection, "hub", "$Default", "0", 4)
+    try:
+        assert sequences(stream, 4, 12) == list(range(5, 13))
+        assert stream.position == 12
+        assert sequences(stream, 12, 29) == list(range(13, 30))
+        assert sequences(stream, 29, 29) == []
+    finally:
+        stream.close(wait=True)
+
+
+def test_a_kept_stream_serves_the_next_task_and_reads_forward_over_a_gap(hub) -> None:
+    connection, emulator = hub
+    publish(emulator, 20)
+    first = eventhubs_streams.take(connection, "hub", "$Default", "0", -1)
+    assert sequences(first, -1, 9) == list(range(10))
+    eventhubs_streams.keep(first)
+
+    again = eventhubs_streams.take(connection, "hub", "$Default", "0", 9)
+    assert again is first
+    eventhubs_streams.keep(again)
+    # Another worker read 10..14 meanwhile: this one skips them.
+    forward = eventhubs_streams.take(connection, "hub", "$Default", "0", 14)
+    assert forward is first
+    assert sequences(forward, 14, 19) == list(range(15, 20))
+    eventhubs_streams.keep(forward)
+
+
+def test_a_replay_from_before_a_kept_stream_gets_a_new_stream(hub) -> None:
+    connection, emulator = hub
+    publish(emulator, 10)
+    first = eventhubs_streams.take(connection, "hub", "$Default", "0", -1)
+    assert sequences(first, -1, 9) == list(range(10))
+    eventhubs_streams.keep(first)
+
+    replay = eventhubs_streams.take(connection, "hub", "$Default", "0", 4)
+    try:
+        assert replay is not first
+        assert sequences(replay, 4, 9) == list(range(5, 10))
+    finally:
+        replay.close(wait=True)
+
+
+def test_a_range_whose_events_never_come_times_out(hub) -> None:
+    connection, emulator = hub
+    publish(emulator, 3)
+    stream = PartitionStream(connection, "hub", "$Default", "0", -1)
+    try:
+        with pytest.raises(TimeoutError):
+            for _ in stream.read_range(-1, 5, timeout=1.5):
+                pass
+    finally:
+        stream.close(wait=True)
