@@ -29,6 +29,16 @@ def read_status(path: str) -> dict[str, Any]:
         return {}
 
 
+# Events read but deliberately not written, by reason (status file key → TaskReport counter): each is
+# counted so "replicated < read" always has an explanation.
+DROP_REASONS = {
+    "filtered": "filtered",
+    "unrouted": "unrouted_dropped",
+    "rejected": "rejected_dropped",
+    "loop": "loop_skipped",
+}
+
+
 def record_batch(
     path: str, *, task: str, namespace: str, batch_id: int, reports: list[Any], targets: list[str]
 ) -> dict[str, Any]:
@@ -39,6 +49,7 @@ def record_batch(
     for name in targets:
         per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})
     events_in = 0
+    dropped: dict[str, int] = status.get("eventsDropped", {})
     last_enqueued: float | None = status.get("lastEnqueuedEpoch")
     started = now
     for report in reports:
@@ -50,6 +61,8 @@ def record_batch(
             per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})["eventsOut"] += count
         for name, count in report.dead_lettered.items():
             per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})["deadLettered"] += count
+        for reason, attribute in DROP_REASONS.items():
+            dropped[reason] = dropped.get(reason, 0) + getattr(report, attribute)
         if report.last_enqueued is not None:
             last_enqueued = max(last_enqueued or 0.0, report.last_enqueued)
     status.update(
@@ -61,6 +74,7 @@ def record_batch(
             "batchDurationSeconds": round(now - started, 3),
             "eventsIn": status.get("eventsIn", 0) + events_in,
             "targets": per_target,
+            "eventsDropped": dropped,
             "lastEnqueuedEpoch": last_enqueued,
             "replicationLagSeconds": round(now - last_enqueued, 3) if last_enqueued else None,
         }
@@ -106,6 +120,14 @@ class StatusCollector:
             "Events dead-lettered per target",
             labels=["namespace", "task", "target"],
         )
+        dropped = CounterMetricFamily(
+            "federator_events_dropped",
+            "Events read but not written, by reason: filtered, unrouted (no target matched and no unrouted "
+            "endpoint), rejected (an editor rejected it and there is no deadLetter endpoint), loop (merge)",
+            labels=["namespace", "task", "reason"],
+        )
+        for reason, count in sorted(status.get("eventsDropped", {}).items()):
+            dropped.add_metric([*self.labels, reason], count)
         if status.get("replicationLagSeconds") is not None:
             lag.add_metric(self.labels, status["replicationLagSeconds"])
         if "batchDurationSeconds" in status:
@@ -113,7 +135,7 @@ class StatusCollector:
         for name, counts in sorted(status.get("targets", {}).items()):
             replicated.add_metric([*self.labels, name], counts["eventsOut"])
             dead.add_metric([*self.labels, name], counts["deadLettered"])
-        yield from (lag, replicated, dead, duration)
+        yield from (lag, replicated, dead, dropped, duration)
 
 
 def serve(port: int, path: str, namespace: str, task: str) -> Any:

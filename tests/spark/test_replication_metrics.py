@@ -6,28 +6,25 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from dataclasses import dataclass, field
 
 from federator_spark import metrics
+from federator_spark.sinks.replication import TaskReport
 
 
-@dataclass
-class Report:
-    events_in: int
-    out: dict[str, int]
-    started: float
-    last_enqueued: float | None
-    dead_lettered: dict[str, int] = field(default_factory=dict)
+def report(
+    events_in: int, out: dict[str, int], started: float, last_enqueued: float, **counts: int
+) -> TaskReport:
+    return TaskReport(started=started, events_in=events_in, out=out, last_enqueued=last_enqueued, **counts)
 
 
 def test_status_file_accumulates_per_target_counts_lag_and_batch_duration(tmp_path):
     path = str(tmp_path / "status.json")
     now = time.time()
-    first = [Report(3, {"eu": 2, "unrouted": 1}, now - 2, now - 10), None]
+    first = [report(5, {"eu": 2, "unrouted": 1}, now - 2, now - 10, filtered=1, loop_skipped=1), None]
     metrics.record_batch(
         path, task="t", namespace="ns", batch_id=0, reports=first, targets=["eu", "unrouted"]
     )
-    second = [Report(1, {"eu": 1}, now - 1, now - 4)]
+    second = [report(2, {"eu": 1}, now - 1, now - 4, rejected_dropped=1)]
     status = metrics.record_batch(path, task="t", namespace="ns", batch_id=1, reports=second, targets=["eu"])
 
     assert json.loads((tmp_path / "status.json").read_text()) == status
@@ -35,7 +32,9 @@ def test_status_file_accumulates_per_target_counts_lag_and_batch_duration(tmp_pa
         "eu": {"eventsOut": 3, "deadLettered": 0},
         "unrouted": {"eventsOut": 1, "deadLettered": 0},
     }
-    assert status["eventsIn"] == 4 and status["lastBatchId"] == 1
+    assert status["eventsIn"] == 7 and status["lastBatchId"] == 1
+    # Every event read is either written or dropped for a stated reason.
+    assert status["eventsDropped"] == {"filtered": 1, "unrouted": 0, "rejected": 1, "loop": 1}
     assert 4 <= status["replicationLagSeconds"] < 6
     assert 1 <= status["batchDurationSeconds"] < 3
 
@@ -48,7 +47,7 @@ def test_prometheus_endpoint_serves_the_status_under_the_federator_names(tmp_pat
         task="orders",
         namespace="prod",
         batch_id=0,
-        reports=[Report(2, {"eu": 2}, now - 1, now - 3)],
+        reports=[report(3, {"eu": 2}, now - 1, now - 3, unrouted_dropped=1)],
         targets=["eu"],
     )
     server = metrics.serve(0, path, "prod", "orders")
@@ -61,5 +60,6 @@ def test_prometheus_endpoint_serves_the_status_under_the_federator_names(tmp_pat
 
     assert 'federator_events_replicated_total{namespace="prod",target="eu",task="orders"} 2.0' in text
     assert 'federator_events_dead_lettered_total{namespace="prod",target="eu",task="orders"} 0.0' in text
+    assert 'federator_events_dropped_total{namespace="prod",reason="unrouted",task="orders"} 1.0' in text
     assert 'federator_replication_lag_seconds{namespace="prod",task="orders"}' in text
     assert 'federator_batch_duration_seconds{namespace="prod",task="orders"}' in text

@@ -235,7 +235,8 @@ class PvcCheckpoint(FedModel):
     """A path on a PersistentVolumeClaim."""
 
     claim_name: Annotated[str, StringConstraints(min_length=1, max_length=253)]
-    """Name of the PersistentVolumeClaim (ReadWriteOnce is enough: one driver writes)."""
+    """Name of the PersistentVolumeClaim. Driver and executors both mount it (Service Bus spool files, editor
+    state, commit records): ReadWriteMany, or ReadWriteOnce with every Spark pod on one node."""
     sub_path: Annotated[str, StringConstraints(max_length=1024, pattern=r"^[^/].*$")] | None = None
     """Relative path inside the volume. Default: `<namespace>/<task name>`."""
 

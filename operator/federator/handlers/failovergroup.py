@@ -12,7 +12,7 @@ import kopf
 from federator import metrics
 from federator.api.base import GROUP, VERSION
 from federator.failover.runtime import runtime_of
-from federator.handlers.replicationtask import _pause
+from federator.handlers.pacing import pause
 from federator.kube.client import ResourceRef
 from federator.reconcile.failovergroup import GroupResult, delete_children, reconcile
 
@@ -51,7 +51,7 @@ async def probe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: An
                 return
             raise
         period = ((current.get("spec") or {}).get("probe") or {}).get("periodSeconds", 10)
-        await _pause(stopped, period, wakeup)
+        await pause(stopped, period, wakeup)
 
 
 @kopf.on.delete(*RESOURCE)

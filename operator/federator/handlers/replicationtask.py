@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -11,8 +10,10 @@ import kopf
 from federator import metrics
 from federator.api.base import GROUP, VERSION
 from federator.failover.runtime import runtime_of
+from federator.handlers.pacing import pause
 from federator.kube.client import ResourceRef
-from federator.reconcile.replicationtask import Result, delete_children, reconcile
+from federator.reconcile.replicationtask import delete_children, reconcile
+from federator.status.results import Result
 
 RESOURCE = (GROUP, VERSION, "replicationtasks")
 KIND = "ReplicationTask"
@@ -35,7 +36,7 @@ async def apply(body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any) -> None
 async def observe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: Any) -> None:
     """Keeps status fresh (the Spark application's state) and puts back children changed by hand."""
     while not stopped:
-        await _pause(stopped, memo.federator.observe_interval_seconds)
+        await pause(stopped, memo.federator.observe_interval_seconds)
         if stopped or memo.client.closed or body.meta.get("deletionTimestamp"):
             return
         if body.status.get("observedGeneration") != body.meta.get("generation"):
@@ -51,21 +52,6 @@ async def observe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: 
             if memo.client.closed:
                 return
             raise
-
-
-async def _pause(stopped: kopf.DaemonStopped, seconds: float, wakeup: asyncio.Event | None = None) -> None:
-    """Sleep, waking at once when the daemon is stopped (kopf then sees it exit instantly instead of waiting
-    out the cancellation backoff) or `wakeup` is set. Not `stopped.wait(timeout)`: its inner wait_for can end
-    in a TimeoutError when shutdown cancels it (Python 3.11's race), which kopf re-raises; asyncio.wait's
-    timeout raises nothing."""
-    waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stopped.wait())]
-    if wakeup is not None:
-        waiters.append(asyncio.ensure_future(wakeup.wait()))
-    try:
-        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
 
 
 @kopf.on.delete(*RESOURCE)

@@ -11,13 +11,13 @@ import kopf
 
 from federator import metrics
 from federator.api.base import GROUP, VERSION
-from federator.handlers.replicationtask import _pause
+from federator.handlers.pacing import pause
 from federator.kube.client import ResourceRef
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import backoff_seconds
 from federator.provision.schedule import ProvisionSchedule
-from federator.reconcile.replicationtask import Result
 from federator.reconcile.servicebusmirror import delete_mirror, reconcile
+from federator.status.results import Result
 
 RESOURCE = (GROUP, VERSION, "servicebusmirrors")
 KIND = "ServiceBusMirror"
@@ -41,7 +41,7 @@ async def observe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: 
     """Refreshes pair status every observe interval; re-reads members for drift when their schedule says
     (the drift interval, or backoff after a failure)."""
     while not stopped:
-        await _pause(stopped, memo.federator.observe_interval_seconds)
+        await pause(stopped, memo.federator.observe_interval_seconds)
         if stopped or memo.client.closed or body.meta.get("deletionTimestamp"):
             return
         try:
@@ -104,9 +104,7 @@ async def _reconcile(body: kopf.Body, memo: Any, *, provision: bool) -> Result:
 
 
 def _environment(memo: Any) -> ManagementEnvironment:
-    if "management" not in memo:
-        memo.management = ManagementEnvironment()
-    env: ManagementEnvironment = memo.management
+    env: ManagementEnvironment = memo.management  # built at startup from the operator settings
     return env
 
 

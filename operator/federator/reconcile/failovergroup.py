@@ -27,9 +27,9 @@ from federator.kube.client import CONFIGMAPS, KubeClient
 from federator.planning.errors import PlanningError
 from federator.planning.task import Owner
 from federator.provision.errors import ManagementError
-from federator.reconcile.replicationtask import Findings, Result, _status_result
 from federator.status import conditions as cond
 from federator.status.events import Note
+from federator.status.results import Findings, Result, status_result
 from federator.validation.semantic import semantic_problems
 
 
@@ -44,7 +44,7 @@ async def reconcile(
 ) -> GroupResult:
     """One round for the group in `body` (its current status included)."""
     findings, switches = await _round(client, runtime, body, now or datetime.now(UTC).replace(microsecond=0))
-    return GroupResult(_status_result(body, findings), switches)
+    return GroupResult(status_result(body, findings), switches)
 
 
 async def _round(

@@ -3,8 +3,7 @@ also corrects drift and keeps status fresh. Returns what to write and say; the h
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from federator import reasons
 from federator.api.kinds import REPLICATION_TASK
@@ -20,32 +19,11 @@ from federator.planning.launchers import LAUNCHERS, render_spark_application
 from federator.planning.task import TaskPlan, plan_replication_task
 from federator.settings import OperatorSettings
 from federator.status import conditions as cond
-from federator.status.events import Note as Note  # re-exported: other reconcilers import it from here
+from federator.status.events import Note
+from federator.status.results import Findings, Result, status_result
 from federator.validation.semantic import semantic_problems
 
 SPARK_RUNNING = "SparkApplicationRunning"
-
-
-@dataclass
-class Findings:
-    """What one pass found, before it is compared with the current status."""
-
-    condition_updates: list[cond.ConditionUpdate]
-    status_fields: dict[str, Any] = field(default_factory=dict)
-    notes: list[Note] = field(default_factory=list)
-    retry_after: float | None = None
-
-
-@dataclass
-class Result:
-    status_patch: dict[str, Any]
-    """Only the status fields that change; empty when nothing does (no write at all)."""
-    conditions: list[dict[str, Any]]
-    notes: list[Note]
-    """Events to post: what the pass did, and every change of the Ready condition."""
-    retry_after: float | None = None
-    """Set when the task waits on something outside it; the handler retries after this many seconds."""
-    blocked_by: str | None = None
 
 
 async def reconcile(
@@ -57,34 +35,7 @@ async def reconcile(
     """One pass for the task in `body` (its current status included). With `failover`, the source is
     probed (condition SourceReachable)."""
     found = await _pass(client, settings, body, failover)
-    return _status_result(body, found)
-
-
-def _status_result(body: dict[str, Any], found: Findings) -> Result:
-    status = body.get("status") or {}
-    existing = status.get("conditions")
-    generation = body["metadata"].get("generation")
-    conditions = cond.apply_conditions(existing, found.condition_updates, generation)
-    patch: dict[str, Any] = {}
-    notes = list(found.notes)
-    if not cond.same_conditions(existing, conditions):
-        patch["conditions"] = conditions
-        before, after = cond.find(existing, cond.READY), cond.find(conditions, cond.READY)
-        if after is not None and (
-            before is None or (before["status"], before["reason"]) != (after["status"], after["reason"])
-        ):
-            stalled = cond.find(conditions, cond.STALLED)
-            kind: Literal["Normal", "Warning"] = (
-                "Warning" if stalled and stalled["status"] == "True" else "Normal"
-            )
-            notes.append(Note(kind, after["reason"], after["message"] or after["reason"]))
-    if status.get("observedGeneration") != generation:
-        patch["observedGeneration"] = generation
-    for key, value in found.status_fields.items():
-        if status.get(key) != value:
-            patch[key] = value
-    blocked_by = found.condition_updates[0].reason if found.retry_after is not None else None
-    return Result(patch, conditions, notes, found.retry_after, blocked_by)
+    return status_result(body, found)
 
 
 async def _pass(

@@ -19,9 +19,9 @@ from federator.planning.mirror import MirrorPlan, plan_mirror
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome, deprovision_member, provision_member
 from federator.provision.model import desired_by_member
-from federator.reconcile.replicationtask import Findings, Result, _status_result
 from federator.status import conditions as cond
 from federator.status.events import Note
+from federator.status.results import Findings, Result, status_result
 from federator.validation.semantic import semantic_problems
 
 TASKS = ResourceRef(API_VERSION, "replicationtasks")
@@ -47,7 +47,7 @@ async def reconcile(
 ) -> Result:
     """One pass for the mirror in `body`. `provision=False` reuses the member outcomes recorded in status
     (members are re-read every drift interval, not at every status refresh)."""
-    return _status_result(body, await _pass(client, env, body, provision))
+    return status_result(body, await _pass(client, env, body, provision))
 
 
 async def _pass(
