@@ -3,17 +3,48 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from federator.api.base import ConfigMapKeySelector, EndpointConnection, SecretKeySelector
+from federator.api.base import DNS_LABEL, ConfigMapKeySelector, EndpointConnection, SecretKeySelector
 from federator.api.replicationtask import ReplicationTaskSpec
 from federator_spark.connections import Connection
+
+MEMBERS_DIR = "members"  # under the checkpoint location: one sub-location per followed member
 
 
 class TaskConfigError(ValueError):
     """The task config cannot be run by this application."""
+
+
+@dataclass(frozen=True)
+class Following:
+    """`following` in the task config: the source reads the member a FailoverGroup publishes for
+    consumers (docs/patterns/failover.md; the app's side is `federator_spark.following`)."""
+
+    group: str
+    member: str
+    skew_seconds: int
+    switched_at: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> Following:
+        if not isinstance(raw, dict):
+            raise TaskConfigError(f"following must be an object, not {type(raw).__name__}")
+        skew = raw.get("skewSeconds", 60)
+        if not isinstance(skew, int) or isinstance(skew, bool) or skew < 0:
+            raise TaskConfigError(f"following.skewSeconds must be an integer >= 0, not {skew!r}")
+        return cls(_label(raw, "group"), _label(raw, "member"), skew, raw.get("switchedAt"))
+
+
+def _label(raw: dict[str, Any], name: str) -> str:
+    value = raw.get(name)
+    # The member names a checkpoint directory: nothing but a DNS label may get there.
+    if not isinstance(value, str) or re.fullmatch(DNS_LABEL, value) is None:
+        raise TaskConfigError(f"following.{name} must be a DNS label, not {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -27,7 +58,17 @@ class TaskConfig:
     emulator_connections: dict[str, str] = field(default_factory=dict)
     status_file: str | None = None
     config_map_files: dict[str, str] = field(default_factory=dict)
+    following: Following | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def query_checkpoint_location(self) -> str:
+        """Where the query keeps what is tied to its source and batch ids (Spark's offsets, the Service Bus
+        spool, commit records, editor state): a following source gets one sub-location per member, since
+        positions of one namespace mean nothing on another. The status file stays at the task's level."""
+        if self.following is None:
+            return self.checkpoint_location
+        return f"{self.checkpoint_location.rstrip('/')}/{MEMBERS_DIR}/{self.following.member}"
 
     def secret_env_for(self, selector: SecretKeySelector) -> str:
         """The environment variable that holds a Secret key's value in the Spark pods."""
@@ -73,7 +114,10 @@ class TaskConfig:
                     f"{endpoint.emulator.namespace!r} (emulator connections exist in local mode only)"
                 )
             return Connection(connection_string=text)
-        raise TaskConfigError("failoverGroupRef connections are not supported by the replication app yet")
+        raise TaskConfigError(
+            "a failoverGroupRef connection reaches the app unresolved: the operator writes the followed "
+            "member's connection into the task config"
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.raw, sort_keys=True)
@@ -95,6 +139,7 @@ def parse_task_config(raw: dict[str, Any]) -> TaskConfig:
         emulator_connections=dict(raw.get("emulatorConnections") or {}),
         status_file=raw.get("statusFile"),
         config_map_files=dict(raw.get("configMapFiles") or {}),
+        following=Following.parse(raw["following"]) if raw.get("following") is not None else None,
         raw=raw,
     )
 

@@ -36,6 +36,7 @@ DROP_REASONS = {
     "unrouted": "unrouted_dropped",
     "rejected": "rejected_dropped",
     "loop": "loop_skipped",
+    "following": "following_skipped",
 }
 
 
@@ -123,7 +124,8 @@ class StatusCollector:
         dropped = CounterMetricFamily(
             "federator_events_dropped",
             "Events read but not written, by reason: filtered, unrouted (no target matched and no unrouted "
-            "endpoint), rejected (an editor rejected it and there is no deadLetter endpoint), loop (merge)",
+            "endpoint), rejected (an editor rejected it and there is no deadLetter endpoint), loop (merge), "
+            "following (already handled on another FailoverGroup member)",
             labels=["namespace", "task", "reason"],
         )
         for reason, count in sorted(status.get("eventsDropped", {}).items()):

@@ -7,6 +7,7 @@ import logging
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from federator_spark import following
 from federator_spark.commits import INITIAL, CommitLog
 from federator_spark.config import TaskConfig
 from federator_spark.datasources import register
@@ -50,7 +51,7 @@ def _servicebus_options(config: TaskConfig) -> dict[str, str]:
         "subQueue": source.sub_queue,
         "maxMessagesPerBatch": str(limit),
         # The spool and the commit log that decides completion live under the query's checkpoint.
-        "checkpointLocation": config.checkpoint_location,
+        "checkpointLocation": config.query_checkpoint_location,
     }
     if source.queue_name is not None:
         options["queueName"] = source.queue_name
@@ -77,12 +78,17 @@ def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = Fals
     plan = plan_from_task(config)  # fails fast, on the driver, for specs the app cannot run
     prepare_commit_records(plan)
     source_format, options = source_options(config)
+    if plan.following is not None:
+        resume = following.prepare(plan.following)
+        if resume is not None and source_format == "eventhubs":
+            # Spark asks for a start position only when the member's checkpoint has none.
+            options.update(startPosition="enqueuedTime", startEnqueuedTime=resume)
     reader = spark.readStream.format(source_format).options(**options).load()
     writer = (
         reader.writeStream.format("federator-replication")
         .queryName(f"{config.namespace}.{config.name}")
         .option("taskConfig", config.to_json())
-        .option("checkpointLocation", config.checkpoint_location)
+        .option("checkpointLocation", config.query_checkpoint_location)
     )
     if available_now:
         writer = writer.trigger(availableNow=True)

@@ -12,6 +12,7 @@ from federator_spark.config import TaskConfig, TaskConfigError, local_path
 from federator_spark.connections import Connection
 from federator_spark.editors import build_chain
 from federator_spark.editors.base import EventEditor
+from federator_spark.following import FollowPlan, follow_plan
 from federator_spark.provenance import SOURCE_ID_PROPERTY, LoopSettings, ProvenanceSettings
 from federator_spark.routing import UNROUTED, Router
 
@@ -56,6 +57,7 @@ class WritePlan:
     effectively_once: bool = False
     state_dir: str | None = None
     status_file: str | None = None
+    following: FollowPlan | None = None  # the source follows a FailoverGroup
 
     def __post_init__(self) -> None:
         if self.effectively_once and self.state_dir is None:
@@ -131,7 +133,10 @@ def plan_from_task(config: TaskConfig) -> WritePlan:
     dead_letter = _target(DEAD_LETTER, spec.dead_letter, config) if spec.dead_letter else None
     provenance = spec.provenance
     loop = spec.loop_prevention
-    state_dir = str(local_path(config.checkpoint_location) / STATE_DIR)
+    state_dir = str(local_path(config.query_checkpoint_location) / STATE_DIR)
+    # The task's, not the member's: counts go on across a FailoverGroup switch.
+    task_state_dir = local_path(config.checkpoint_location) / STATE_DIR
+    status_file = config.status_file or str(task_state_dir / "status.json")
     return WritePlan(
         task=config.name,
         namespace=config.namespace,
@@ -148,7 +153,8 @@ def plan_from_task(config: TaskConfig) -> WritePlan:
         loop=LoopSettings(loop.marker_property, loop.forward_replicated) if loop else None,
         effectively_once=spec.delivery.effectively_once,
         state_dir=state_dir,
-        status_file=config.status_file or str(Path(state_dir) / "status.json"),
+        status_file=status_file,
+        following=follow_plan(config, STATE_DIR),
     )
 
 

@@ -100,10 +100,60 @@ def test_render_prints_a_mirrors_tasks_and_its_service_bus_plan_as_comments() ->
     assert "#       sqlFilter: replication IS NULL" in result.stdout
 
 
-def test_render_says_failover_groups_are_not_planned_yet() -> None:
+def test_render_prints_the_endpoints_a_failover_group_publishes() -> None:
     result = runner.invoke(app, ["render", "-f", str(ROOT / "examples" / "failover-group.yaml")])
-    assert result.exit_code == 1
-    assert "not built yet" in result.stderr
+    # The group renders; the task that follows it can only be planned by the operator, which reads it.
+    assert result.exit_code == 1 and "FailoverGroupFollowingNotAvailable" in result.stderr
+    (config_map,) = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert config_map["metadata"]["name"] == "orders-endpoints"
+    assert config_map["data"] == {
+        "phase": "Normal",
+        "primaryMember": "primary",
+        "producerMember": "primary",
+        "producerEndpoint": "localhost",
+        "producerSince": "<the time of the switch>",
+        "consumerMember": "primary",
+        "consumerEndpoint": "localhost",
+        "consumerSince": "<the time of the switch>",
+    }
+
+
+def test_render_shows_a_groups_dns_records_as_comments(tmp_path: Path) -> None:
+    path = tmp_path / "group.yaml"
+    path.write_text(FAILOVER_GROUP_WITH_DNS)
+    result = runner.invoke(app, ["render", "-f", str(path)])
+    assert result.exit_code == 0, result.stderr
+    assert (
+        "#   - name: orders-send\n#     type: CNAME\n#     ttl: 30\n#     cname: neu.messaging.contoso.com"
+        in (result.stdout)
+    )
+    assert "#       target: contoso-weu.servicebus.windows.net" in result.stdout
+    (config_map,) = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert config_map["data"]["producerMember"] == "neu" and config_map["data"]["phase"] == "FailedOver"
+    assert config_map["data"]["producerSecretRef"] == "orders-neu/connectionString"
+
+
+FAILOVER_GROUP_WITH_DNS = """\
+apiVersion: federator.io/v1alpha1
+kind: FailoverGroup
+metadata: {name: orders, namespace: messaging}
+spec:
+  primaryMember: weu
+  activeMember: neu
+  members:
+    - {name: weu, endpoint: contoso-weu.servicebus.windows.net, connection: {secretRef: {name: orders-weu}}}
+    - {name: neu, endpoint: contoso-neu.servicebus.windows.net, connection: {secretRef: {name: orders-neu}}}
+  probe: {entity: {queueName: orders}}
+  publishing:
+    dns:
+      zone:
+        subscriptionId: 0b1f6471-1bf0-4dda-aec3-cb9272f09590
+        resourceGroup: dns
+        zoneName: messaging.contoso.com
+        credential: {servicePrincipalSecretRef: {name: dns-writer}}
+      producerRecordName: orders-send
+      consumerRecordName: orders-receive
+"""
 
 
 def test_render_refuses_an_unknown_launcher() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from federator import reasons
-from federator.local.observe import LogWatch, app_row, started_marker
+from federator.local.observe import LogWatch, app_row, failed_marker, started_marker
 from federator.local.tally import Received, tally
 from federator.local.traffic import SentEvent, event_id
 
@@ -65,6 +65,25 @@ def test_an_app_stopped_on_request_is_not_a_failure(tmp_path: Path) -> None:
 
     assert (row.condition, row.reason) == ("Reconciling", reasons.SPARK_APPLICATION_STOPPED)
     assert row.replicated == 10
+
+
+def test_in_a_shared_application_a_failed_query_stalls_its_task_only(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    a, b = (LogWatch(log, started_marker("default", n), failed_marker("default", n)) for n in "ab")
+    log.write_text(
+        "INFO federator_spark.pipeline: task default/a started (query 1)\n"
+        "INFO federator_spark.pipeline: task default/b started (query 2)\n"
+        "ERROR federator.sparkhost: task default/a failed: TaskConfigError: no such queue\n"
+    )
+    a.poll()
+    b.poll()
+
+    failed = app_row("default/a", exit_code=None, stop_requested=False, log=a, status={})
+    running = app_row("default/b", exit_code=None, stop_requested=False, log=b, status=STATUS)
+
+    assert (failed.condition, failed.reason) == ("Stalled", reasons.SPARK_APPLICATION_FAILED)
+    assert failed.message.startswith("its query failed: TaskConfigError: no such queue")
+    assert (running.condition, running.reason) == ("Ready", reasons.RUNNING)
 
 
 def test_the_log_is_followed_across_partial_writes(tmp_path: Path) -> None:

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 
 from federator import reasons
 from federator.api.base import EndpointConnection, NamespaceConnection
-from federator.kube.client import KubeClient
 from federator.planning.errors import PlanningError
-from federator.provision.secrets import secret_values
+from federator.provision.secrets import SecretSource, secret_values
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,7 @@ class MemberConnection:
 
 
 async def resolve_connection(
-    client: KubeClient,
+    client: SecretSource,
     namespace: str,
     connection: NamespaceConnection | EndpointConnection,
     emulators: Mapping[str, str] | None = None,

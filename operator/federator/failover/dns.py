@@ -15,10 +15,10 @@ from azure.mgmt.dns.models import RecordSet as AzureRecordSet
 
 from federator.api.failovergroup import DnsZone
 from federator.failover.publishing import RecordSet
-from federator.kube.client import KubeClient
 from federator.provision.credentials import build_credential, credential_source
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import classify
+from federator.provision.secrets import SecretSource
 from federator.provision.transport import CountingTransport
 
 
@@ -31,7 +31,7 @@ class DnsPublisher:
         self._written: dict[tuple[str, str], tuple[DnsZone, tuple[RecordSet, ...], float]] = {}
 
     async def publish(
-        self, kube: KubeClient, namespace: str, group: str, zone: DnsZone, records: Sequence[RecordSet]
+        self, kube: SecretSource, namespace: str, group: str, zone: DnsZone, records: Sequence[RecordSet]
     ) -> bool:
         """Writes the record sets unless they were written unchanged within the drift interval; True when
         it wrote. Raises ManagementError (auth, missing zone: permanent; outages: retryable)."""
@@ -56,7 +56,7 @@ class DnsPublisher:
         return True
 
     async def remove(
-        self, kube: KubeClient, namespace: str, group: str, zone: DnsZone, records: Sequence[RecordSet]
+        self, kube: SecretSource, namespace: str, group: str, zone: DnsZone, records: Sequence[RecordSet]
     ) -> None:
         """Deletes the group's record sets (those already gone are fine)."""
         self._written.pop((namespace, group), None)
@@ -73,7 +73,7 @@ class DnsPublisher:
                     raise classify(err, f"deleting DNS {record.type} record {record.name}") from None
 
     async def _client(
-        self, kube: KubeClient, namespace: str, zone: DnsZone
+        self, kube: SecretSource, namespace: str, zone: DnsZone
     ) -> tuple[AsyncTokenCredential, DnsManagementClient]:
         source = await credential_source(kube, namespace, zone.credential)
         credential = build_credential(source, self._env.credential_factory)

@@ -9,12 +9,17 @@ tasks need besides (consumer groups, subscriptions, whole entities) is added to 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import dataclasses
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from federator.api.base import EndpointConnection
+from federator.api.failovergroup import FailoverGroupSpec
 from federator.api.replicationtask import Endpoint, ReplicationTaskSpec
+from federator.failover.probes import EntityRef
+from federator.failover.rounds import probe_entity
+from federator.provision.model import queue_path, subscription_path
 from federator_emulator.config import (
     EmulatorConfig,
     EventHubConfig,
@@ -79,6 +84,27 @@ def endpoint_uses(spec: ReplicationTaskSpec) -> list[EndpointUse]:
     return uses
 
 
+def group_uses(spec: FailoverGroupSpec) -> list[EndpointUse]:
+    """What a failover group reads on each member: the probe's entity and the drain entities."""
+    entities = [probe_entity(spec), *(EntityRef.of(e) for e in spec.failback.drain_entities)]
+    uses: list[EndpointUse] = []
+    for member in spec.members:
+        connection = EndpointConnection.model_validate(
+            member.connection.model_dump(by_alias=True, exclude_none=True)
+        )
+        path = f"spec.members[{member.name}]"
+        for entity in entities:
+            if entity.kind == "eventHub":
+                uses.append(EndpointUse(path, connection, "event hub", entity.name, entity.consumer_group))
+            elif entity.kind == "queue":
+                uses.append(EndpointUse(path, connection, "queue", entity.name))
+            else:
+                uses.append(
+                    EndpointUse(path, connection, "topic", entity.name, subscription=entity.subscription)
+                )
+    return uses
+
+
 class EmulatorLayout:
     """The emulator namespaces and entities of a run, built task by task (the first to name an entity
     decides its kind; a later task that names it as another kind conflicts and does not run)."""
@@ -116,14 +142,23 @@ class EmulatorLayout:
                 )
         return problems
 
-    def add(self, uses: Iterable[EndpointUse]) -> None:
-        """Lay out the entities of endpoints that `conflicts` accepted."""
+    def add(self, uses: Iterable[EndpointUse], provisioned: Collection[tuple[str, str]] = ()) -> None:
+        """Lay out the entities of endpoints that `conflicts` accepted, except those in ``provisioned``
+        ((emulator namespace, `queues/<q>` or `topics/<t>/subscriptions/<s>`)): a mirror creates them
+        through the management plane once the emulator runs, and must find them absent to own them."""
         for use in _emulator_uses(uses):
             namespace = self._namespaces.setdefault(
                 _namespace_of(use), NamespaceConfig(name=_namespace_of(use))
             )
             declared = (namespace.name, use.name.lower()) in self._declared
             entity = _find(namespace, use.name)
+            if use.kind == "queue" and (namespace.name, queue_path(use.name)) in provisioned:
+                continue
+            if (
+                use.subscription
+                and (namespace.name, subscription_path(use.name, use.subscription)) in provisioned
+            ):
+                use = dataclasses.replace(use, subscription=None)
             if use.kind == "event hub":
                 hub = entity if isinstance(entity, EventHubConfig) else None
                 if hub is None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from federator import reasons
-from federator.local.plan import BlockedTask
+from federator.local.model import BlockedTask
+from federator.status import conditions as cond
 
 Condition = Literal["Ready", "Reconciling", "Stalled"]
 
@@ -30,16 +32,21 @@ class TaskRow:
     dead_lettered: int | None = None
     lag_seconds: float | None = None
     last_batch: str | None = None
+    info: str = ""
+    """Shown under the table whatever the condition (mirrors: members and pairs; groups: members)."""
 
 
 class LogWatch:
-    """Follows an app's log as it grows: whether its streaming query started, and its last exception."""
+    """Follows an app's log as it grows: whether its streaming query started, and its last exception. In
+    a log several tasks share (local/sparkhost.py), ``failed_marker`` says that this task's query failed."""
 
-    def __init__(self, path: Path, started_marker: str) -> None:
+    def __init__(self, path: Path, started_marker: str, failed_marker: str | None = None) -> None:
         self.path = path
         self.marker = started_marker
+        self.failed_marker = failed_marker
         self.started = False
         self.last_error: str | None = None
+        self.failure: str | None = None
         self._offset = path.stat().st_size if path.exists() else 0
         self._partial = ""
 
@@ -56,6 +63,8 @@ class LogWatch:
         for line in lines:
             if self.marker in line:
                 self.started = True
+            if self.failed_marker and self.failed_marker in line:
+                self.failure = line.split(self.failed_marker, 1)[1].strip()
             if match := _EXCEPTION.match(line.strip()):
                 self.last_error = f"{match.group(1)}: {match.group(2)}"
 
@@ -63,6 +72,11 @@ class LogWatch:
 def started_marker(namespace: str, name: str) -> str:
     """What the replication app logs once its streaming query runs (`federator_spark.pipeline.start`)."""
     return f"task {namespace}/{name} started (query "
+
+
+def failed_marker(namespace: str, name: str) -> str:
+    """What an application running several tasks (local/sparkhost.py) logs when one task's query fails."""
+    return f"task {namespace}/{name} failed: "
 
 
 def read_status(path: Path) -> dict[str, Any]:
@@ -94,6 +108,9 @@ def app_row(
         "lag_seconds": status.get("replicationLagSeconds"),
         "last_batch": status.get("lastBatchTime"),
     }
+    if log.failure is not None:
+        message = f"its query failed: {log.failure} (log: {log.path})"
+        return TaskRow(key, "Stalled", reasons.SPARK_APPLICATION_FAILED, message, **figures)
     if exit_code is None and log.started:
         return TaskRow(key, "Ready", reasons.RUNNING, "the streaming query runs", **figures)
     if exit_code is None:
@@ -111,3 +128,27 @@ def app_row(
     detail = log.last_error or "see the log"
     message = f"the app exited with code {exit_code}: {detail} (log: {log.path})"
     return TaskRow(key, "Stalled", reasons.SPARK_APPLICATION_FAILED, message, **figures)
+
+
+def triad_row(key: str, updates: Sequence[cond.ConditionUpdate], info: str = "", **figures: Any) -> TaskRow:
+    """A row from a resource's kstatus triad (Ready / Reconciling / Stalled, one of them True)."""
+    current = next(u for u in updates if u.type in _TRIAD and u.status == "True")
+    return TaskRow(key, _TRIAD[current.type], current.reason, current.message, info=info, **figures)
+
+
+_TRIAD: dict[str, Condition] = {cond.READY: "Ready", cond.RECONCILING: "Reconciling", cond.STALLED: "Stalled"}
+
+
+def task_conditions(row: TaskRow) -> dict[str, Any]:
+    """A task's row as the status conditions a cluster would hold (what a mirror's roll-up reads)."""
+    updates = {"Ready": cond.ready, "Reconciling": cond.reconciling, "Stalled": cond.stalled}[row.condition](
+        row.reason, row.message
+    )
+    return {
+        "status": {
+            "conditions": [
+                {"type": u.type, "status": u.status, "reason": u.reason, "message": u.message}
+                for u in updates
+            ]
+        }
+    }

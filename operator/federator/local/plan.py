@@ -1,102 +1,58 @@
-"""Planning a local run (pure): manifests → the emulator to start, the task configs to run, and what
-cannot run with its Stalled reason. Uses the operator's own validation and planning code.
+"""Planning a local run (pure): manifests → the emulator to start, what runs in it, and what cannot run
+with its Stalled reason. Uses the operator's own validation and planning code.
 
 Kinds reach the runner through `LOCAL_KINDS`: each expands a manifest into the ReplicationTask manifests
-it runs (a ReplicationTask is itself). A ServiceBusMirror will expand into the tasks `plan_mirror`
-generates, once its Service Bus provisioning can be applied to the emulator (see docs/local-mode.md).
+it runs, and may register what else the run does for it. A ServiceBusMirror expands into the tasks
+`plan_mirror` generates and registers its provisioning (local/mirrors.py); a FailoverGroup registers its
+probe loop (local/groups.py). Tasks that follow a group are planned once per member the group may
+publish (so that every member's entities exist and every variant is known to plan), and again at run
+time with the member it does publish.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from federator import reasons
 from federator.api.replicationtask import ReplicationTaskSpec
 from federator.local.emulator import EmulatorLayout, emulator_namespaces, endpoint_uses
+from federator.local.groups import expand_group, group_object
+from federator.local.mirrors import expand_mirror
+from federator.local.model import (
+    BlockedTask,
+    FollowingTask,
+    GroupRun,
+    LocalPlan,
+    Note,
+    PlanContext,
+    TaskManifest,
+    TaskRun,
+)
 from federator.local.references import SupportingDocuments, Unresolved
 from federator.local.state import StateDir
 from federator.planning.errors import PlanningError
+from federator.planning.following import Following, followed_groups, resolve_following
 from federator.planning.task import TASK_CONFIG_KEY, plan_replication_task
 from federator.settings import OperatorSettings
 from federator.validation import validate_object
 from federator.validation.documents import Document
 from federator_emulator.config import EmulatorConfig
 
-Expand = Callable[[Document], list[dict[str, Any]]]
+Expand = Callable[[Document, PlanContext], list[TaskManifest]]
 
-LOCAL_KINDS: dict[str, Expand] = {"ReplicationTask": lambda doc: [doc.body]}
-"""Kind → the ReplicationTask manifests it runs locally."""
-
-NOT_YET_LOCAL = {
-    "ServiceBusMirror": "its Service Bus provisioning and the Service Bus source are not wired to the "
-    "emulator yet; `federator render` shows what it would create",
-    "FailoverGroup": "failover groups are not built yet (issue #6)",
+LOCAL_KINDS: dict[str, Expand] = {
+    "ReplicationTask": lambda doc, _: [TaskManifest(doc.body)],
+    "ServiceBusMirror": expand_mirror,
+    "FailoverGroup": expand_group,
 }
+"""Kind → the ReplicationTask manifests it runs locally (and what it registers on the plan)."""
 
 # Documents local mode reads for what they hold rather than runs.
 SUPPORTING_KINDS = {("v1", "Secret"), ("v1", "ConfigMap")}
-
-
-@dataclass(frozen=True)
-class TaskRun:
-    """A task that can run: its config file content and what its process needs."""
-
-    namespace: str
-    name: str
-    label: str
-    task_config: dict[str, Any]
-    """Written to the state dir once the emulator's connection strings are known."""
-    emulator_namespaces: tuple[str, ...]
-    spark_conf: dict[str, str]
-    files: dict[Path, bytes] = field(default_factory=dict, repr=False)
-    """ConfigMap keys the editors read, written where ``task_config["configMapFiles"]`` says."""
-    secret_env: dict[str, str] = field(default_factory=dict, repr=False)
-    """Secret values for the app's environment only (never written to a file)."""
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-@dataclass(frozen=True)
-class BlockedTask:
-    """A task that cannot run, as Stalled: reason and what to do."""
-
-    namespace: str
-    name: str
-    label: str
-    reason: str
-    message: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-@dataclass(frozen=True)
-class Note:
-    """A document that is not run, and why; ``failed`` counts against the exit code."""
-
-    label: str
-    message: str
-    failed: bool
-
-
-@dataclass
-class LocalPlan:
-    tasks: list[TaskRun] = field(default_factory=list)
-    blocked: list[BlockedTask] = field(default_factory=list)
-    notes: list[Note] = field(default_factory=list)
-    emulator: EmulatorConfig | None = None
-    """The emulator to start (ports still 0 unless declared); None when nothing uses it."""
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.blocked) or any(n.failed for n in self.notes)
 
 
 def plan_local_run(
@@ -112,38 +68,46 @@ def plan_local_run(
     documents = list(documents)
     settings = OperatorSettings()  # the cluster-only settings (images, volumes) do not matter here
     supporting = SupportingDocuments.collect(d.body for d in documents)
-    layout = EmulatorLayout(emulator_config)
-    plan = LocalPlan()
+    context = PlanContext(LocalPlan(), EmulatorLayout(emulator_config), supporting, environ, state, settings)
+    plan, layout = context.plan, context.layout
+    planner = TaskPlanner(state, environ, supporting, settings)
+    ports: Iterator[int | None] = (
+        itertools.repeat(None) if metrics_port is None else itertools.count(metrics_port)
+    )
     seen: set[str] = set()
+    following: list[tuple[TaskManifest, str, ReplicationTaskSpec]] = []
     for doc in documents:
-        for body, label in _expand(doc, plan):
-            meta = body.get("metadata") or {}
+        for manifest in _expand(doc, context):
+            meta = manifest.body.get("metadata") or {}
             namespace, name = meta.get("namespace") or "default", meta["name"]
             if f"{namespace}/{name}" in seen:
-                plan.blocked.append(
-                    BlockedTask(
-                        namespace,
-                        name,
-                        label,
-                        reasons.INVALID_SPEC,
-                        f"ReplicationTask {namespace}/{name} is defined twice; the first definition runs",
-                    )
-                )
+                message = f"ReplicationTask {namespace}/{name} is defined twice; the first definition runs"
+                plan.blocked.append(BlockedTask(namespace, name, doc.label, reasons.INVALID_SPEC, message))
                 continue
             seen.add(f"{namespace}/{name}")
-            port = None if metrics_port is None else metrics_port + len(plan.tasks)
-            outcome = _plan_task(body, label, state, environ, supporting, layout, settings, port)
+            spec = ReplicationTaskSpec.model_validate(manifest.body["spec"])
+            if followed_groups(spec):
+                following.append((manifest, doc.label, spec))  # once every group is known
+                continue
+            outcome = planner.plan(manifest, doc.label, layout, next(ports))
             if isinstance(outcome, TaskRun):
                 plan.tasks.append(outcome)
             else:
                 plan.blocked.append(outcome)
+    for manifest, label, spec in following:
+        found = _plan_following(manifest, label, spec, plan.groups, planner, layout, next(ports))
+        if isinstance(found, FollowingTask):
+            plan.following.append(found)
+        else:
+            plan.blocked.append(found)
     if not layout.empty:
         plan.emulator = layout.config()
     return plan
 
 
-def _expand(doc: Document, plan: LocalPlan) -> list[tuple[dict[str, Any], str]]:
-    """The ReplicationTask manifests a document runs; other outcomes are recorded on ``plan``."""
+def _expand(doc: Document, context: PlanContext) -> list[TaskManifest]:
+    """The ReplicationTask manifests a document runs; other outcomes are recorded on the plan."""
+    plan = context.plan
     kind, problems = validate_object(doc.body)
     if kind is None and not problems:
         body = doc.body if isinstance(doc.body, dict) else {}
@@ -166,78 +130,141 @@ def _expand(doc: Document, plan: LocalPlan) -> list[tuple[dict[str, Any], str]]:
     assert kind is not None
     expand = LOCAL_KINDS.get(kind.kind)
     if expand is None:
-        why = NOT_YET_LOCAL.get(kind.kind, "no local reconciler")
-        plan.notes.append(
-            Note(doc.label, f"{kind.kind} is not supported in local mode yet: {why}", failed=True)
-        )
+        plan.notes.append(Note(doc.label, f"{kind.kind} has no local reconciler", failed=True))
         return []
-    return [(body, doc.label) for body in expand(doc)]
+    return expand(doc, context)
 
 
-def _plan_task(
-    body: dict[str, Any],
-    label: str,
-    state: StateDir,
-    environ: Mapping[str, str],
-    supporting: SupportingDocuments,
-    layout: EmulatorLayout,
-    settings: OperatorSettings,
-    metrics_port: int | None,
-) -> TaskRun | BlockedTask:
-    meta = body["metadata"]
-    namespace, name = meta.get("namespace") or "default", meta["name"]
+@dataclass(frozen=True)
+class TaskPlanner:
+    """One ReplicationTask manifest → its run, or why it cannot run."""
 
-    def blocked(reason: str, message: str) -> BlockedTask:
-        return BlockedTask(namespace, name, label, reason, message)
+    state: StateDir
+    environ: Mapping[str, str]
+    supporting: SupportingDocuments
+    settings: OperatorSettings
 
-    spec = ReplicationTaskSpec.model_validate(body["spec"])
-    uses = endpoint_uses(spec)
-    following = [u.path for u in uses if u.connection.failover_group_ref is not None]
-    if following:
-        return blocked(
-            reasons.FAILOVER_GROUP_FOLLOWING_NOT_AVAILABLE,
-            f"{', '.join(following)} follows a FailoverGroup; following a failover is not available yet",
-        )
-    try:
-        task = plan_replication_task(
-            name=name,
+    def plan(
+        self,
+        manifest: TaskManifest,
+        label: str,
+        layout: EmulatorLayout | None,
+        metrics_port: int | None,
+        following: Following | None = None,
+    ) -> TaskRun | BlockedTask:
+        """``layout``: where the task's emulator entities are added (None at run time, when the emulator
+        already runs); ``following``: the members of the groups it follows, resolved."""
+        meta = manifest.body["metadata"]
+        namespace, name = meta.get("namespace") or "default", meta["name"]
+
+        def blocked(reason: str, message: str) -> BlockedTask:
+            return BlockedTask(namespace, name, label, reason, message)
+
+        spec = following.spec if following else ReplicationTaskSpec.model_validate(manifest.body["spec"])
+        uses = endpoint_uses(spec)
+        try:
+            task = plan_replication_task(
+                name=name,
+                namespace=namespace,
+                spec=spec,
+                settings=self.settings,
+                generation=meta.get("generation"),
+                local=True,
+                following=following,
+            )
+        except PlanningError as err:
+            return blocked(err.reason, err.message)
+        secret_env = self.supporting.secrets(namespace, task.spark_app.secrets, self.environ)
+        if isinstance(secret_env, Unresolved):
+            return blocked(secret_env.reason, secret_env.message)
+        contents = self.supporting.config_map_files(namespace, task.spark_app.config_map_files)
+        if isinstance(contents, Unresolved):
+            return blocked(contents.reason, contents.message)
+        if layout is not None:
+            conflicts = layout.conflicts(uses)
+            if conflicts:
+                return blocked(reasons.EMULATOR_ENTITY_CONFLICT, "; ".join(conflicts))
+            layout.add(uses, manifest.provisioned)
+        state = self.state
+        files = {
+            f.ref: state.config_map_file(namespace, name, f.config_map, f.key)
+            for f in task.spark_app.config_map_files
+        }
+        config: dict[str, Any] = json.loads(task.config_map["data"][TASK_CONFIG_KEY])
+        # One location, whichever member a following source reads: the app keeps each member's positions
+        # under it, and what it handled, to resume after a switch (docs/patterns/failover.md).
+        config["checkpointLocation"] = f"file://{state.checkpoint(namespace, name).resolve()}"
+        config["statusFile"] = str(state.status_file(namespace, name).resolve())
+        config["configMapFiles"] = {ref: str(path.resolve()) for ref, path in files.items()}
+        config["metricsPort"] = metrics_port  # None: no endpoint (several tasks would want the same port)
+        return TaskRun(
             namespace=namespace,
-            spec=spec,
-            settings=settings,
-            generation=meta.get("generation"),
-            local=True,
+            name=name,
+            label=label,
+            task_config=config,
+            emulator_namespaces=tuple(emulator_namespaces(uses)),
+            spark_conf=dict(task.spark_app.spark_conf),
+            files={path: contents[ref] for ref, path in files.items()},
+            secret_env=secret_env,
+            mirror=manifest.mirror,
+            pair=manifest.pair,
         )
-    except PlanningError as err:
-        return blocked(err.reason, err.message)
-    secret_env = supporting.secrets(namespace, task.spark_app.secrets, environ)
-    if isinstance(secret_env, Unresolved):
-        return blocked(secret_env.reason, secret_env.message)
-    contents = supporting.config_map_files(namespace, task.spark_app.config_map_files)
-    if isinstance(contents, Unresolved):
-        return blocked(contents.reason, contents.message)
-    conflicts = layout.conflicts(uses)
-    if conflicts:
-        return blocked(reasons.EMULATOR_ENTITY_CONFLICT, "; ".join(conflicts))
-    layout.add(uses)
-    files = {
-        f.ref: state.config_map_file(namespace, name, f.config_map, f.key)
-        for f in task.spark_app.config_map_files
-    }
-    config: dict[str, Any] = json.loads(task.config_map["data"][TASK_CONFIG_KEY])
-    config["checkpointLocation"] = f"file://{state.checkpoint(namespace, name).resolve()}"
-    config["statusFile"] = str(state.status_file(namespace, name).resolve())
-    config["configMapFiles"] = {ref: str(path.resolve()) for ref, path in files.items()}
-    config["metricsPort"] = metrics_port  # None: no endpoint (several tasks would want the same port)
-    return TaskRun(
-        namespace=namespace,
-        name=name,
-        label=label,
-        task_config=config,
-        emulator_namespaces=tuple(emulator_namespaces(uses)),
-        spark_conf=dict(task.spark_app.spark_conf),
-        files={path: contents[ref] for ref, path in files.items()},
-        secret_env=secret_env,
-    )
+
+
+def _plan_following(
+    manifest: TaskManifest,
+    label: str,
+    spec: ReplicationTaskSpec,
+    groups: list[GroupRun],
+    planner: TaskPlanner,
+    layout: EmulatorLayout,
+    metrics_port: int | None,
+) -> FollowingTask | BlockedTask:
+    meta = manifest.body["metadata"]
+    namespace, name = meta.get("namespace") or "default", meta["name"]
+    known = {g.name: g for g in groups if g.namespace == namespace}
+    names = followed_groups(spec)
+    for group in names:
+        if group not in known:
+            return BlockedTask(
+                namespace,
+                name,
+                label,
+                reasons.FAILOVER_GROUP_NOT_FOUND,
+                f"the task follows FailoverGroup {namespace}/{group}, which is not among the manifest files: "
+                "run the group's manifest with the task",
+            )
+    followed = [known[g] for g in names]
+    # Every member a group may publish: its entities are laid out now, and each variant must plan.
+    for variant in _variants(followed):
+        try:
+            resolved = resolve_following(spec, variant)
+        except PlanningError as err:
+            return BlockedTask(namespace, name, label, err.reason, err.message)
+        outcome = planner.plan(manifest, label, layout, metrics_port, resolved)
+        if isinstance(outcome, BlockedTask):
+            return outcome
+
+    def replan(objects: Mapping[str, Mapping[str, Any] | None]) -> TaskRun | BlockedTask:
+        try:
+            resolved = resolve_following(spec, objects)
+        except PlanningError as err:
+            return BlockedTask(namespace, name, label, err.reason, err.message)
+        return planner.plan(manifest, label, None, metrics_port, resolved)
+
+    return FollowingTask(namespace, name, label, tuple(names), replan)
+
+
+def _variants(groups: list[GroupRun]) -> Iterator[dict[str, Mapping[str, Any] | None]]:
+    """Each group at each of its members, the others at their first member."""
+
+    def at(group: GroupRun, member: str) -> dict[str, Any]:
+        return group_object(group, {"producerMember": member, "consumerMember": member})
+
+    start = {g.name: at(g, g.spec.members[0].name) for g in groups}
+    for group in groups:
+        for member in group.spec.members:
+            yield {**start, group.name: at(group, member.name)}
 
 
 def with_emulator_connections(task: TaskRun, connection_strings: Mapping[str, str]) -> dict[str, Any]:

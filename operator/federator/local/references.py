@@ -8,6 +8,9 @@ task config file, the live view or logs.
 A ConfigMap key an editor reads (a JSON Schema, a lookup table): a `v1/ConfigMap` document among the files
 (`data`, or `binaryData` base64-decoded), written to the state dir and given to the app as a file, the way
 a pod mounts it.
+
+Mirror provisioning and failover probes read Secrets through `LocalSecrets`, the local `SecretSource`:
+the same lookup, resolved before they start.
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from federator import reasons
-from federator.planning.secrets import SecretBinding
+from federator.api.servicebusmirror import ArmCredential
+from federator.kube.client import SECRETS
+from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.planning.task import ConfigMapFile
+from federator.provision.credentials import SERVICE_PRINCIPAL_KEYS
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,50 @@ class SupportingDocuments:
 
 
 KINDS = ("Secret", "ConfigMap")
+
+
+@dataclass(frozen=True)
+class LocalSecrets:
+    """The `SecretSource` of local mode (provision/secrets.py): Secret objects holding the keys a mirror
+    or a failover group reads, each value from the environment or a Secret document."""
+
+    by_path: Mapping[str, dict[str, Any]]
+
+    async def get(self, path: str) -> dict[str, Any] | None:
+        return self.by_path.get(path)
+
+    @classmethod
+    def resolve(
+        cls, supporting: SupportingDocuments, namespace: str, spec: BaseModel, environ: Mapping[str, str]
+    ) -> LocalSecrets | Unresolved:
+        """Every Secret key ``spec`` references (connection strings, service principals), or the first
+        that cannot be had, with what to do."""
+        bindings = secret_keys(spec)
+        provided = supporting.secrets(namespace, bindings, environ)
+        if isinstance(provided, Unresolved):
+            return provided
+        values = {**provided, **{b.env_var: environ[b.env_var] for b in bindings if b.env_var in environ}}
+        secrets: dict[str, dict[str, Any]] = {}
+        for binding in bindings:
+            secret = secrets.setdefault(SECRETS.path(namespace, binding.secret_name), {"stringData": {}})
+            secret["stringData"][binding.key] = values[binding.env_var]
+        return cls(secrets)
+
+
+def secret_keys(spec: BaseModel) -> list[SecretBinding]:
+    """Every Secret key of a spec: `secretRef` selectors, and the keys of service principal Secrets."""
+    found = set(secret_bindings(spec))
+    stack: list[Any] = [spec]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, ArmCredential) and value.service_principal_secret_ref is not None:
+            name = value.service_principal_secret_ref.name
+            found.update(SecretBinding(name, key) for key in SERVICE_PRINCIPAL_KEYS)
+        elif isinstance(value, BaseModel):
+            stack += [getattr(value, field) for field in type(value).model_fields]
+        elif isinstance(value, list | tuple):
+            stack += list(value)
+    return sorted(found)
 
 
 def _value(document: Mapping[str, Any], plain: str, encoded: str, key: str) -> bytes | Unresolved | None:

@@ -15,8 +15,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from federator.local.model import LocalPlan
 from federator.local.observe import blocked_row
-from federator.local.plan import LocalPlan, plan_local_run
+from federator.local.plan import plan_local_run
 from federator.local.session import LocalEnvironmentError, LocalSession, check_replication_app
 from federator.local.state import StateDir, StateDirBusy
 from federator.local.view import LiveView, task_table
@@ -96,7 +97,7 @@ def run_manifests(
         metrics_port=metrics_port,
     )
     print_notes(plan, out)
-    if not plan.tasks and plan.emulator is None:
+    if not plan.runnable and plan.emulator is None:
         out.print(task_table([blocked_row(b) for b in plan.blocked]))
         err.print("[red]nothing to run[/]")
         return 1
@@ -112,7 +113,7 @@ def run_session(
 ) -> LocalSession:
     """Start the plan's processes, show them until a signal (or until ``work`` returns, when given), then
     stop them all. Raises RunError when the run cannot start."""
-    if plan.tasks:
+    if plan.tasks or plan.following:
         try:
             check_replication_app()
         except LocalEnvironmentError as problem:
@@ -141,6 +142,7 @@ def supervise(
 ) -> None:
     """Refresh the view until ``stop`` is set or nothing is left running."""
     while True:
+        session.reconcile()
         view.update(session.rows(), [*caption, *session.caption()])
         if stop.is_set() or not session.running():
             return

@@ -1,27 +1,31 @@
-"""The processes of one local plan: the emulator (when a task points at it) and one Spark application per
-task, started in that order and stopped in the reverse one."""
+"""The processes of one local plan: the emulator (when a task points at it), the controllers of mirrors
+and failover groups (local/controller.py), and one Spark application per task, started in that order and
+stopped in the reverse one. A mirror's task starts once its pair is provisioned; a task that follows a
+failover group starts with the member the group chose, and restarts with the new one after a switch."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
-import shlex
 import shutil
 import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from federator import reasons
+from federator.local.apps import SparkApp, launch
+from federator.local.controller import Controller
 from federator.local.emulator import with_ports
-from federator.local.observe import LogWatch, TaskRow, app_row, blocked_row, read_status, started_marker
-from federator.local.plan import BlockedTask, LocalPlan, TaskRun, with_emulator_connections
+from federator.local.groups import group_row
+from federator.local.mirrors import mirror_row
+from federator.local.model import BlockedTask, FollowingTask, LocalPlan, TaskRun
+from federator.local.observe import TaskRow, blocked_row
 from federator.local.state import StateDir, write_atomically
 from federator.local.supervisor import ManagedProcess, spawn, stop_all
 
@@ -29,10 +33,6 @@ EMULATOR_START_SECONDS = 60.0
 APP_GRACE_SECONDS = 30.0
 """Spark finishes the running micro-batch when asked to stop; a batch of a local task takes seconds."""
 EMULATOR_GRACE_SECONDS = 10.0
-LOCAL_SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",  # progress bars would fill the log file
-}
 
 
 class LocalEnvironmentError(RuntimeError):
@@ -51,13 +51,6 @@ def check_replication_app() -> None:
         raise LocalEnvironmentError("Java 17 is required for Spark: install it or set JAVA_HOME")
 
 
-@dataclass
-class App:
-    task: TaskRun
-    process: ManagedProcess
-    log: LogWatch
-
-
 class LocalSession:
     def __init__(self, plan: LocalPlan, state: StateDir, environ: Mapping[str, str]) -> None:
         self.plan = plan
@@ -65,46 +58,95 @@ class LocalSession:
         self.environ = dict(environ)
         self.emulator: ManagedProcess | None = None
         self.ready: dict[str, Any] = {}
-        self.apps: list[App] = []
+        self.apps: list[SparkApp] = []
         self.blocked: list[BlockedTask] = list(plan.blocked)
+        self.pending: list[TaskRun] = []
+        """Tasks not started yet: a mirror's, until both members of its pair are provisioned."""
+        self.following: list[FollowingTask] = []
+        self.waiting: dict[str, BlockedTask] = {}
+        """Following tasks that cannot run with what their groups publish now."""
+        self._followed: dict[str, tuple[int, ...]] = {}
+        self.controller: Controller | None = None
 
     # ------------------------------------------------------------------------------------------- start
 
     def start(self, stop: threading.Event) -> None:
-        """Start the emulator (if needed) and every task; returns early when ``stop`` is set."""
-        tasks = list(self.plan.tasks)
+        """Start the emulator (if needed), the controllers and every task that can start; returns early
+        when ``stop`` is set."""
+        self.pending = list(self.plan.tasks)
+        following = list(self.plan.following)
         if self.plan.emulator is not None:
             failure = self._start_emulator(stop)
             if failure is not None:
-                needing = [t for t in tasks if t.emulator_namespaces]
+                needing = [t for t in self.pending if t.emulator_namespaces or t.mirror]
                 self.blocked += [
                     BlockedTask(t.namespace, t.name, t.label, reasons.EMULATOR_FAILED, failure)
                     for t in needing
                 ]
-                tasks = [t for t in tasks if not t.emulator_namespaces]
-        if not tasks or stop.is_set():
+                self.blocked += [
+                    BlockedTask(t.namespace, t.name, t.label, reasons.EMULATOR_FAILED, failure)
+                    for t in following
+                ]
+                self.pending = [t for t in self.pending if t not in needing]
+                self.following = []
+                return
+        if stop.is_set():
             return
-        check_replication_app()
-        connections = {name: ns["connectionString"] for name, ns in self.ready.get("namespaces", {}).items()}
-        for task in tasks:
-            for path, content in task.files.items():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(content)
-            config_path = self.state.task_config(task.namespace, task.name)
-            write_atomically(config_path, json.dumps(with_emulator_connections(task, connections), indent=2))
-            log_path = self.state.app_log(task.namespace, task.name)
-            watch = LogWatch(log_path, started_marker(task.namespace, task.name))
-            argv = [
-                sys.executable,
-                "-m",
-                "federator_spark",
-                "--task-config",
-                str(config_path),
-                "--master",
-                "local[2]",
-            ]
-            process = spawn(task.key, argv, self._app_environment(task), log_path)
-            self.apps.append(App(task, process, watch))
+        if self.plan.mirrors or self.plan.groups:
+            self.controller = Controller(self.plan.mirrors, self.plan.groups, self.state, self.ready)
+            self.controller.start()
+        self.following = following
+        if self.pending or self.following:
+            check_replication_app()
+        self.reconcile()
+
+    def reconcile(self) -> None:
+        """Start what may start now, and restart what changed (called at every refresh)."""
+        startable = [t for t in self.pending if t.mirror is None or self._pair_provisioned(t)]
+        for task in startable:
+            self.pending.remove(task)
+        for task in [t for t in startable if t.mirror is None]:
+            self.apps.append(launch([task], self.state, self.environ, self.ready))
+        for mirror in dict.fromkeys(t.mirror for t in startable if t.mirror is not None):
+            tasks = [t for t in startable if t.mirror == mirror]
+            app = next((a for a in self.apps if a.tasks[0].mirror == mirror), None)
+            if app is None:
+                self.apps.append(launch(tasks, self.state, self.environ, self.ready))
+            else:  # a further pair became ready: the mirror's application runs it too
+                self._restart(app, [*(app.restart or app.tasks), *tasks], "more pairs provisioned")
+        for follower in self.following:
+            self._follow(follower)
+        for index, app in enumerate(self.apps):
+            if app.restart is not None and app.process.exit_code() is not None:
+                self.apps[index] = launch(app.restart, self.state, self.environ, self.ready)
+
+    def _restart(self, app: SparkApp, tasks: list[TaskRun], why: str) -> None:
+        app.restart, app.reason = tasks, f"{why}: restarting"
+        app.process.terminate()  # the queries stop after their batch; the app starts again when it exits
+
+    def _pair_provisioned(self, task: TaskRun) -> bool:
+        outcomes = self.controller.outcomes.get(task.mirror or "", []) if self.controller else []
+        provisioned = {o.name for o in outcomes if o.state == "Provisioned"}
+        return set(task.pair) <= provisioned
+
+    def _follow(self, task: FollowingTask) -> None:
+        """Plan a following task again when a group it follows moved; restart it if its members changed."""
+        assert self.controller is not None
+        versions = tuple(self.controller.group_version(task.namespace, g) for g in task.groups)
+        if self._followed.get(task.key) == versions:
+            return
+        self._followed[task.key] = versions
+        outcome = task.replan({g: self.controller.group_object(task.namespace, g) for g in task.groups})
+        if isinstance(outcome, BlockedTask):
+            self.waiting[task.key] = outcome  # planned again when the group moves
+            return
+        self.waiting.pop(task.key, None)
+        app = next((a for a in self.apps if a.tasks[0].key == task.key), None)
+        if app is None:
+            self.apps.append(launch([outcome], self.state, self.environ, self.ready))
+        elif outcome.followed_members != app.tasks[0].followed_members:
+            members = ", ".join(sorted(outcome.followed_members.values()))
+            self._restart(app, [outcome], f"a followed group switched to {members}")
 
     def _start_emulator(self, stop: threading.Event) -> str | None:
         """Start it and wait for its ready file; the failure message, or None once it serves (or when
@@ -136,50 +178,30 @@ class LocalSession:
         self.ready = json.loads(state.emulator_ready.read_text(encoding="utf-8"))
         return None
 
-    def _app_environment(self, task: TaskRun) -> dict[str, str]:
-        settings = {**LOCAL_SPARK_CONF, **task.spark_conf}
-        conf = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in sorted(settings.items()))
-        python = sys.executable
-        return {
-            **self.environ,
-            **task.secret_env,
-            "PYSPARK_PYTHON": python,
-            "PYSPARK_DRIVER_PYTHON": python,
-            "PYSPARK_SUBMIT_ARGS": f"{conf} pyspark-shell".strip(),
-            "SPARK_LOCAL_IP": self.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-            "PYTHONUNBUFFERED": "1",
-        }
-
     # ------------------------------------------------------------------------------------------- observe
 
     def rows(self) -> list[TaskRow]:
-        rows = [blocked_row(b) for b in self.blocked]
+        rows = [blocked_row(b) for b in [*self.blocked, *self.waiting.values()]]
         for app in self.apps:
-            app.log.poll()
-            exit_code = app.process.exit_code()
-            status = read_status(self.state.status_file(app.task.namespace, app.task.name))
-            rows.append(
-                app_row(
-                    app.task.key,
-                    exit_code=exit_code,
-                    stop_requested=app.process.stop_requested,
-                    log=app.log,
-                    status=status,
-                )
-            )
+            rows += app.rows(self.state)
+        if self.controller is not None:
+            by_key = {r.key: r for r in rows}
+            for run in self.plan.mirrors:
+                rows.append(mirror_row(run, self.controller.outcomes.get(run.key, []), by_key))
+            rows += [group_row(loop) for loop in self.controller.groups]
         return rows
 
     def running(self) -> bool:
         """Whether anything is left to supervise."""
-        if self.apps:
-            return any(a.process.exit_code() is None for a in self.apps)
+        if self.apps or self.pending or self.following:
+            alive = any(a.process.exit_code() is None or a.restart is not None for a in self.apps)
+            return alive or bool(self.pending) or any(f.key in self.waiting for f in self.following)
         return self.emulator is not None and self.emulator.exit_code() is None
 
     @property
     def failed(self) -> bool:
-        """A task could not run or its app ended on its own."""
-        ended = any(a.process.exit_code() is not None and not a.process.stop_requested for a in self.apps)
-        return bool(self.blocked) or ended or any(n.failed for n in self.plan.notes)
+        """A task could not run or its app ended on its own, or a mirror or group is stalled."""
+        return any(n.failed for n in self.plan.notes) or any(r.condition == "Stalled" for r in self.rows())
 
     def caption(self) -> list[str]:
         """Where things are: the emulator's endpoints, the state dir."""
@@ -199,8 +221,12 @@ class LocalSession:
     # ------------------------------------------------------------------------------------------- stop
 
     def stop(self, hurry: threading.Event | None = None) -> None:
-        """Apps first (they finish their batch against the emulator), then the emulator."""
+        """Apps first (they finish their batch against the emulator), the controllers, then the emulator."""
+        for app in self.apps:
+            app.restart = None
         stop_all([a.process for a in self.apps], APP_GRACE_SECONDS, hurry)
+        if self.controller is not None:
+            self.controller.stop()
         if self.emulator is not None:
             stop_all([self.emulator], EMULATOR_GRACE_SECONDS, hurry)
             self.state.emulator_ready.unlink(missing_ok=True)  # it names ports nobody serves now

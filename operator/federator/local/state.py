@@ -12,6 +12,10 @@
 <state>/tasks/<namespace>/<name>/status.json  counters the app folds in after every batch
 <state>/tasks/<namespace>/<name>/app.log      the app's output
 <state>/tasks/<namespace>/<name>/config-maps/<ConfigMap>/<key>   ConfigMap keys its editors read
+<state>/mirrors/<namespace>/<name>/status.json    the last provisioning outcome of every member
+<state>/groups/<namespace>/<name>/endpoints.json  what the group publishes (the ConfigMap's keys)
+<state>/groups/<namespace>/<name>/status.json     the group's status, as the operator would write it
+<state>/groups/<namespace>/<name>/events.log      its Events (switches, unhealthy members)
 ```
 
 Ports are kept because events carry their source's identity (`<host:port>/<hub>/<partition>/<seq>`):
@@ -55,6 +59,12 @@ class StateDir:
 
     def app_log(self, namespace: str, name: str) -> Path:
         return self.task_dir(namespace, name) / "app.log"
+
+    def mirror_dir(self, namespace: str, name: str) -> Path:
+        return self.root / "mirrors" / namespace / name
+
+    def group_dir(self, namespace: str, name: str) -> Path:
+        return self.root / "groups" / namespace / name
 
     @property
     def emulator_dir(self) -> Path:

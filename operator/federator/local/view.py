@@ -29,7 +29,7 @@ def output_console() -> Console:
 
 def task_table(rows: Sequence[TaskRow], caption: Sequence[str] = ()) -> RenderableType:
     table = Table(title="federator local run", title_justify="left", expand=False)
-    table.add_column("task")
+    table.add_column("resource")
     table.add_column("condition")
     table.add_column("reason")
     table.add_column("replicated", justify="right")
@@ -47,7 +47,10 @@ def task_table(rows: Sequence[TaskRow], caption: Sequence[str] = ()) -> Renderab
             row.last_batch or "-",
         )
     details = [
-        Text(f"{r.key}: {r.message}", style="dim") for r in rows if r.condition != "Ready" and r.message
+        Text(f"{r.key}: {line}", style="dim")
+        for r in rows
+        for line in (r.message if r.condition != "Ready" else "", r.info)
+        if line
     ]
     return Group(table, *details, *(Text(line, style="dim") for line in caption))
 

@@ -18,9 +18,8 @@ from azure.core.credentials_async import AsyncTokenCredential
 
 from federator import reasons
 from federator.api.servicebusmirror import ArmCredential
-from federator.kube.client import KubeClient
 from federator.provision.errors import ManagementError
-from federator.provision.secrets import secret_values
+from federator.provision.secrets import SecretSource, secret_values
 
 SERVICE_PRINCIPAL_KEYS = ("tenantId", "clientId", "clientSecret")
 
@@ -61,7 +60,7 @@ def azure_identity(source: CredentialSource) -> AsyncTokenCredential:
     return WorkloadIdentityCredential(client_id=source.client_id)
 
 
-async def credential_source(kube: KubeClient, namespace: str, spec: ArmCredential) -> CredentialSource:
+async def credential_source(kube: SecretSource, namespace: str, spec: ArmCredential) -> CredentialSource:
     """Who to log in as; reads the service principal's Secret (SecretNotFound / SecretKeyNotFound)."""
     if spec.service_principal_secret_ref is not None:
         name = spec.service_principal_secret_ref.name

@@ -12,7 +12,6 @@ from azure.core.exceptions import ResourceNotFoundError
 
 from federator import reasons
 from federator.api.servicebusmirror import MirrorMember
-from federator.kube.client import KubeClient
 from federator.planning.mirror import RulePlan
 from federator.provision.arm import ArmManagement
 from federator.provision.credentials import build_credential, credential_source
@@ -29,7 +28,7 @@ from federator.provision.model import (
     queue_path,
     subscription_path,
 )
-from federator.provision.secrets import secret_values
+from federator.provision.secrets import SecretSource, secret_values
 
 State = Literal["Pending", "Provisioned", "Failed"]
 
@@ -84,7 +83,7 @@ class MemberOutcome:
 
 
 async def provision_member(
-    kube: KubeClient,
+    kube: SecretSource,
     namespace: str,
     member: MirrorMember,
     desired: Desired,
@@ -104,7 +103,7 @@ async def provision_member(
 
 
 async def deprovision_member(
-    kube: KubeClient,
+    kube: SecretSource,
     namespace: str,
     member: MirrorMember,
     desired: Desired,
@@ -119,7 +118,7 @@ async def deprovision_member(
 
 
 async def open_management(
-    kube: KubeClient, namespace: str, member: MirrorMember, env: ManagementEnvironment
+    kube: SecretSource, namespace: str, member: MirrorMember, env: ManagementEnvironment
 ) -> NamespaceManagement:
     """The member's management API, with its credential read from the cluster."""
     management, connection = member.management, member.connection

@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+from typing import Any, Protocol
 
 from federator import reasons
-from federator.kube.client import SECRETS, KubeClient
+from federator.kube.client import SECRETS
 from federator.provision.errors import ManagementError
 
 
-async def secret_values(kube: KubeClient, namespace: str, name: str, keys: tuple[str, ...]) -> dict[str, str]:
+class SecretSource(Protocol):
+    """Where Secret objects are read, by API path: the cluster (`KubeClient`), or in local mode the
+    Secret documents of the manifest files (`federator.local.references.LocalSecrets`)."""
+
+    async def get(self, path: str) -> dict[str, Any] | None: ...
+
+
+async def secret_values(
+    kube: SecretSource, namespace: str, name: str, keys: tuple[str, ...]
+) -> dict[str, str]:
     """The values of `keys` in Secret `namespace/name`; SecretNotFound / SecretKeyNotFound otherwise."""
     secret = await kube.get(SECRETS.path(namespace, name))
     if secret is None:

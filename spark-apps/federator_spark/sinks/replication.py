@@ -21,7 +21,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
-from federator_spark import metrics
+from federator_spark import following, metrics
 from federator_spark.commits import CommitLog
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage
@@ -50,6 +50,12 @@ class TaskReport(WriterCommitMessage):
     replay_skipped: int = 0
     batch_already_committed: bool = False
     last_enqueued: float | None = None
+    following: dict[str, Any] | None = None  # what the task handled, when the source follows a group
+
+    @property
+    def following_skipped(self) -> int:
+        """Events skipped because the task already handled them on another FailoverGroup member."""
+        return int(self.following["skipped"]) if self.following else 0
 
 
 def _publisher(target: TargetPlan, plan: WritePlan) -> Any:
@@ -163,6 +169,7 @@ class ReplicationWriter(DataSourceStreamWriter):
             return report
         task: _Task | None = None
         scope: TaskScope | None = None
+        follower: following.Follower | None = None
         try:
             for row in iterator:
                 event = Event.from_row(row)
@@ -171,11 +178,17 @@ class ReplicationWriter(DataSourceStreamWriter):
                     scope = TaskScope(event.partition, batch_id, self.plan.state_dir)
                     steps = [editor.open(scope) for editor in self.plan.editors]
                     task = _Task(self.plan, report, self._already_published(log, batch_id, event), steps)
+                    if self.plan.following is not None:
+                        follower = following.open_task(self.plan.following, batch_id, event)
+                if follower is not None and not follower.admit(event):
+                    continue  # handled before a FailoverGroup switch
                 task.replicate(event)
             if task is not None and scope is not None:
                 for publisher in task.publishers.values():
                     publisher.flush()
                 scope.published()  # stateful editors save this batch's state only now
+            if follower is not None:
+                report.following = follower.report()
         finally:
             if task is not None:
                 for publisher in task.publishers.values():
@@ -223,6 +236,12 @@ class ReplicationWriter(DataSourceStreamWriter):
             "events": {name: sum(r.out.get(name, 0) for r in reports) for name in plan.targets},
             "targetTails": record_tails(plan) if plan.effectively_once else {},
         }
+        if plan.following is not None:
+            handled = [r.following for r in reports if r.following is not None]
+            record["following"] = following.fold(plan.following, log.latest_before(batchId), handled)
+            skipped = sum(h["skipped"] for h in handled)
+            if skipped:
+                logger.info("batch %d: %d events skipped, handled before a member switch", batchId, skipped)
         log.write(batchId, record)
         self._record_status(batchId, reports)
 

@@ -60,7 +60,7 @@ def _numbered(directory: Path) -> list[int]:
     return [int(path.name) for path in directory.iterdir() if path.name.isdigit()]
 
 
-def _write_atomically(path: Path, lines: Iterable[str]) -> None:
+def write_atomically(path: Path, lines: Iterable[str]) -> None:
     """Write, fsync, rename, fsync the directory: a crash leaves the old file or the new one, whole."""
     temporary = path.with_name(f".{path.name}.tmp")
     with temporary.open("w", encoding="utf-8") as handle:
@@ -94,7 +94,7 @@ class Spool:
     def write(self, number: int, source: str, records: list[Record]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         header = {"format": _FORMAT, "source": source, "count": len(records)}
-        _write_atomically(
+        write_atomically(
             self.path(number), [json.dumps(header), *(json.dumps(r, sort_keys=True) for r in records)]
         )
 
@@ -113,11 +113,11 @@ class Spool:
 
     def save_completing(self, sequence_numbers: Iterable[int]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        _write_atomically(self.directory / _COMPLETING, [json.dumps(sorted(sequence_numbers))])
+        write_atomically(self.directory / _COMPLETING, [json.dumps(sorted(sequence_numbers))])
 
     def claim(self, owner: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        _write_atomically(self.directory / _OWNER, [owner])
+        write_atomically(self.directory / _OWNER, [owner])
 
     def owner(self) -> str | None:
         try:

@@ -1,0 +1,148 @@
+"""End-to-end latency of the replication task at a steady rate (part of ``bench.replication``).
+
+A producer paced at ``rate`` events/s stamps each event with its send time; the task runs with its
+normal trigger; a consumer on the target records receive time - send time. Producer and consumer run
+in a child process (``python -m bench.replication_latency SOURCE_CS TARGET_CS ...``), apart from the
+Spark driver's GIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from bench.processes import Emulators
+from bench.replication import PARTITIONS, ROOT, body, start_task, task_config
+
+SEND_TIME = "bench-send-time"
+SOURCE, TARGET = "lat-in", "lat-out"
+
+
+def client(source_cs: str, target_cs: str, rate: int, duration: float) -> dict[str, Any]:
+    """Pace ``rate`` events/s into the source for ``duration`` s; return the send start (epoch s) and
+    each event's [seconds after it, latency ms]."""
+    arrivals: list[tuple[float, float]] = []
+    lock = threading.Lock()
+
+    def on_batch(_context: Any, events: list[EventData]) -> None:
+        now = time.time()
+        with lock:
+            for event in events:
+                sent = (event.properties or {}).get(SEND_TIME.encode())
+                if sent is not None:
+                    arrivals.append((float(sent), (now - float(sent)) * 1000))
+
+    consumer = EventHubConsumerClient.from_connection_string(target_cs, "$Default", eventhub_name=TARGET)
+    thread = threading.Thread(
+        target=consumer.receive_batch,
+        # The SDK hands events over only after reading ``prefetch`` of them or 0.2 s of silence: a
+        # small prefetch keeps the consumer's own delay out of the figure.
+        kwargs={"on_event_batch": on_batch, "starting_position": "@latest", "prefetch": 10},
+    )
+    thread.start()
+    time.sleep(2)  # let every partition's receiver attach before the first event
+    per_tick = max(1, round(rate * 0.02))  # one batch every 20 ms, round-robin over the partitions
+    sent = 0
+    start_time = time.time()
+    with EventHubProducerClient.from_connection_string(source_cs, eventhub_name=SOURCE) as producer:
+        started = time.monotonic()
+        while time.monotonic() - started < duration:
+            batch = producer.create_batch(partition_id=str(sent // per_tick % PARTITIONS))
+            for _ in range(per_tick):
+                data = EventData(body(sent))
+                data.properties = {SEND_TIME: repr(time.time())}
+                batch.add(data)
+                sent += 1
+            producer.send_batch(batch)
+            # Pace against the schedule, not the last send: a slow send does not lower the rate.
+            delay = started + sent / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        actual_rate = sent / (time.monotonic() - started)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with lock:
+            if len(arrivals) >= sent:
+                break
+        time.sleep(0.1)
+    consumer.close()
+    thread.join(30)
+    with lock:
+        measured = [[round(at - start_time, 3), round(ms, 1)] for at, ms in arrivals]
+    return {"start": start_time, "sent": sent, "rate": actual_rate, "arrivals": measured}
+
+
+def measure(
+    spark: Any, workdir: Path, emus: Emulators, rate: int, duration: float, warmup: float
+) -> dict[str, Any]:
+    """Latency of the events sent after ``warmup`` seconds of traffic at the same rate: until every
+    Python worker has opened its receivers and producers (``sources/eventhubs_streams.py``), batches
+    pay for opening them."""
+    query = start_task(spark, task_config(workdir, emus, SOURCE, TARGET), available_now=False)
+    try:
+        while query.lastProgress is None:  # the first (empty) trigger ran: the query is warm
+            if query.exception() is not None:
+                raise RuntimeError(f"the Spark task failed: {query.exception()}")
+            time.sleep(0.1)
+        command = [sys.executable, "-m", "bench.replication_latency", emus.cs(SOURCE), emus.cs(TARGET)]
+        command += ["--rate", str(rate), "--duration", str(warmup + duration)]
+        output = subprocess.run(
+            command, cwd=ROOT, check=True, capture_output=True, text=True, timeout=warmup + duration + 120
+        )
+        result = json.loads(output.stdout.strip().splitlines()[-1])
+        if query.exception() is not None:
+            raise RuntimeError(f"the Spark task failed: {query.exception()}")
+        progress = [json.loads(p.json) for p in query.recentProgress]
+    finally:
+        query.stop()
+    measured_from = result["start"] + warmup
+    busy = [
+        p["durationMs"] for p in progress if p["numInputRows"] and _epoch(p["timestamp"]) >= measured_from
+    ]
+    phases = {key: percentile(sorted(d.get(key, 0) for d in busy), 0.5) for key in busy[0]} if busy else {}
+    latencies = sorted(ms for at, ms in result["arrivals"] if at >= warmup)
+    during_warmup = sorted(ms for at, ms in result["arrivals"] if at < warmup)
+    return {
+        "sent": result["sent"],
+        "received": len(result["arrivals"]),
+        "rate": round(result["rate"]),
+        "measured_events": len(latencies),
+        "p50_ms": percentile(latencies, 0.50),
+        "p99_ms": percentile(latencies, 0.99),
+        "max_ms": latencies[-1] if latencies else None,
+        "warmup_s": warmup,
+        "warmup_p99_ms": percentile(during_warmup, 0.99),
+        "batch_ms_p50": phases,  # the Spark phases of measured batches that moved events
+    }
+
+
+def _epoch(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def percentile(ordered: list[float], q: float) -> float | None:
+    if not ordered:
+        return None
+    return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))], 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="the latency run's producer and consumer")
+    parser.add_argument("source_cs")
+    parser.add_argument("target_cs")
+    parser.add_argument("--rate", type=int, required=True)
+    parser.add_argument("--duration", type=float, required=True)
+    args = parser.parse_args()
+    print(json.dumps(client(args.source_cs, args.target_cs, args.rate, args.duration)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The probing part of a FailoverGroup round, without Kubernetes: probe every member at once, check the
+drain of the consumers' member while failing back, and step the state machine. What is published, and
+where (a ConfigMap and DNS in a cluster, a file in local mode), is the caller's."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import datetime
+
+from federator.api.failovergroup import FailoverGroupSpec
+from federator.failover.connections import MemberConnection
+from federator.failover.probes import EntityRef, Prober, describe
+from federator.failover.state import Drain, GroupState, Step, step
+
+
+async def probe_and_step(
+    prober: Prober,
+    spec: FailoverGroupSpec,
+    state: GroupState,
+    connections: Mapping[str, MemberConnection],
+    now: datetime,
+) -> Step:
+    """One round: every member's probe and the drain check run concurrently, then the machine steps."""
+    timeout = spec.probe.timeout_seconds
+    entity = probe_entity(spec)
+    probes = asyncio.gather(*(prober.probe(connections[m.name], entity, timeout) for m in spec.members))
+    outcomes, drain = await asyncio.gather(probes, drain_check(prober, spec, state, connections))
+    return step(spec, state, dict(zip([m.name for m in spec.members], outcomes, strict=True)), drain, now)
+
+
+def probe_entity(spec: FailoverGroupSpec) -> EntityRef:
+    """The probe's entity: `probe.entity`, else the first drain entity (a CEL rule requires one of them)."""
+    entity = spec.probe.entity or spec.failback.drain_entities[0]
+    return EntityRef.of(entity)
+
+
+async def drain_check(
+    prober: Prober,
+    spec: FailoverGroupSpec,
+    state: GroupState,
+    connections: Mapping[str, MemberConnection],
+) -> Drain | None:
+    """While failing back: what the consumers' member still holds (None: no drain entities to check)."""
+    consumer = state.consumer
+    if state.phase != "FailingBack" or not spec.failback.drain_entities or consumer not in connections:
+        return None
+    assert consumer is not None
+    entities = [EntityRef.of(e) for e in spec.failback.drain_entities]
+    try:
+        pending = await prober.holding(connections[consumer], entities, spec.probe.timeout_seconds)
+    except Exception as err:  # an unreachable member is not drained; the timeout still applies
+        return Drain(error=describe(err))
+    return Drain(tuple(pending))

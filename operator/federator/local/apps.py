@@ -1,0 +1,118 @@
+"""The Spark applications of a local run. A task runs in an application of its own (`python -m
+federator_spark`, as in a cluster), except the tasks a mirror generates: they share one application
+(`python -m federator.local.sparkhost`, one query each), since every JVM costs its own background work
+and a mirror's tasks share their settings. An application is started again (`restart`) when its tasks
+change: a followed group switched, or a mirror's further pair became ready."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from federator import reasons
+from federator.local.model import TaskRun
+from federator.local.observe import LogWatch, TaskRow, app_row, failed_marker, read_status, started_marker
+from federator.local.plan import with_emulator_connections
+from federator.local.state import StateDir, write_atomically
+from federator.local.supervisor import ManagedProcess, spawn
+
+LOCAL_SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",  # progress bars would fill the log file
+}
+PYTHON_WORKER_CONNECT_SECONDS = "120"
+"""How long Spark's Python workers wait to connect back to the JVM (PySpark's default is 15 s, which a
+busy laptop starting several streaming sources at once can exceed)."""
+
+
+@dataclass
+class SparkApp:
+    """One Spark application process and the tasks whose queries it runs."""
+
+    name: str
+    process: ManagedProcess
+    tasks: list[TaskRun]
+    logs: dict[str, LogWatch]
+    """Task key → its watch on the application's log."""
+    restart: list[TaskRun] | None = None
+    """Started once the process has stopped: the tasks planned again."""
+    reason: str = field(default="")
+    """Why it restarts, for the view."""
+
+    def rows(self, state: StateDir) -> list[TaskRow]:
+        rows = []
+        for task in self.tasks:
+            log = self.logs[task.key]
+            log.poll()
+            if self.restart is not None:
+                rows.append(
+                    TaskRow(task.key, "Reconciling", reasons.SPARK_APPLICATION_RESTARTING, self.reason)
+                )
+                continue
+            rows.append(
+                app_row(
+                    task.key,
+                    exit_code=self.process.exit_code(),
+                    stop_requested=self.process.stop_requested,
+                    log=log,
+                    status=read_status(state.status_file(task.namespace, task.name)),
+                )
+            )
+        return rows
+
+
+def launch(
+    tasks: Sequence[TaskRun], state: StateDir, environ: Mapping[str, str], ready: Mapping[str, Any]
+) -> SparkApp:
+    """Write the tasks' files and start the application that runs them."""
+    connections = {name: ns["connectionString"] for name, ns in (ready.get("namespaces") or {}).items()}
+    configs: list[Path] = []
+    for task in tasks:
+        for path, content in task.files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+        config_path = state.task_config(task.namespace, task.name)
+        write_atomically(config_path, json.dumps(with_emulator_connections(task, connections), indent=2))
+        configs.append(config_path)
+    first = tasks[0]
+    if first.mirror is None:
+        name, log_path = first.key, state.app_log(first.namespace, first.name)
+        argv = [sys.executable, "-m", "federator_spark", "--task-config", str(configs[0])]
+    else:
+        namespace, mirror = first.mirror.split("/", 1)
+        name, log_path = f"mirror {first.mirror}", state.mirror_dir(namespace, mirror) / "app.log"
+        argv = [sys.executable, "-m", "federator.local.sparkhost"]
+        argv += [arg for path in configs for arg in ("--task-config", str(path))]
+    shared = first.mirror is not None
+    logs = {
+        t.key: LogWatch(
+            log_path,
+            started_marker(t.namespace, t.name),
+            failed_marker(t.namespace, t.name) if shared else None,
+        )
+        for t in tasks
+    }
+    process = spawn(name, [*argv, "--master", "local[2]"], app_environment(tasks, environ), log_path)
+    return SparkApp(name, process, list(tasks), logs)
+
+
+def app_environment(tasks: Sequence[TaskRun], environ: Mapping[str, str]) -> dict[str, str]:
+    """The tasks' secrets, their Spark settings (a mirror's tasks share theirs), and Python for PySpark."""
+    settings = {**LOCAL_SPARK_CONF, **{k: v for t in tasks for k, v in t.spark_conf.items()}}
+    conf = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in sorted(settings.items()))
+    python = sys.executable
+    return {
+        **environ,
+        **{k: v for t in tasks for k, v in t.secret_env.items()},
+        "PYSPARK_PYTHON": python,
+        "PYSPARK_DRIVER_PYTHON": python,
+        "PYSPARK_SUBMIT_ARGS": f"{conf} pyspark-shell".strip(),
+        "SPARK_LOCAL_IP": environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+        "SPARK_AUTH_SOCKET_TIMEOUT": environ.get("SPARK_AUTH_SOCKET_TIMEOUT", PYTHON_WORKER_CONNECT_SECONDS),
+        "PYTHONUNBUFFERED": "1",
+    }

@@ -1,0 +1,147 @@
+"""The controllers of a local run, without Kubernetes: mirror provisioning passes and failover group rounds
+on one asyncio loop in a background thread. The first pass of each runs before any task starts (a
+mirror's tasks read subscriptions it creates; a following task needs the member its group chose); then
+mirrors are provisioned again on the operator's schedule (after a failure with backoff, otherwise every
+drift interval) and groups probed every `probe.periodSeconds`. The session reads the results."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Coroutine, Mapping
+from typing import Any, TypeVar
+
+from federator.api.failovergroup import FailoverGroupSpec
+from federator.failover.probes import Prober
+from federator.local.groups import GroupLoop
+from federator.local.management import amqp_connection_strings, emulator_environment
+from federator.local.mirrors import provision
+from federator.local.model import GroupRun, MirrorRun
+from federator.local.state import StateDir
+from federator.provision.environment import ManagementEnvironment
+from federator.provision.members import MemberOutcome
+from federator.provision.schedule import ProvisionSchedule
+
+T = TypeVar("T")
+FIRST_PASS_SECONDS = 120.0
+STOP_SECONDS = 10.0
+RETRY_SECONDS = 5.0
+"""First wait after a failed provisioning pass (doubling up to the drift interval)."""
+
+
+class Controller:
+    def __init__(
+        self,
+        mirrors: list[MirrorRun],
+        groups: list[GroupRun],
+        state: StateDir,
+        ready: Mapping[str, Any],
+        cloud: ManagementEnvironment | None = None,
+    ) -> None:
+        """``ready``: the emulator's ready document (empty without an emulator); ``cloud``: how members
+        outside the emulator are reached (Azure's public cloud by default)."""
+        self.mirrors = mirrors
+        self.state = state
+        self.emulator_env = emulator_environment(ready) if ready else None
+        self.cloud = cloud or ManagementEnvironment()
+        self.prober = Prober()
+        emulators = amqp_connection_strings(ready) if ready else {}
+        self.groups = [
+            GroupLoop(g, state, emulators, self.prober, self._dns_env(g.spec, ready)) for g in groups
+        ]
+        self.outcomes: dict[str, list[MemberOutcome]] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="federator-controllers", daemon=True
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _dns_env(self, spec: FailoverGroupSpec, ready: Mapping[str, Any]) -> ManagementEnvironment | None:
+        dns = spec.publishing.dns
+        if dns is None or self.emulator_env is None:
+            return None
+        zone = dns.zone
+        served = {(z["name"], z["subscriptionId"], z["resourceGroup"]) for z in ready.get("dnsZones") or []}
+        return (
+            self.emulator_env
+            if (zone.zone_name, zone.subscription_id, zone.resource_group) in served
+            else None
+        )
+
+    def env_for(self, run: MirrorRun, member: str) -> ManagementEnvironment:
+        found = next(m for m in run.spec.members if m.name == member)
+        if found.connection.emulator is not None and self.emulator_env is not None:
+            return self.emulator_env
+        return self.cloud
+
+    def group_object(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A group as following tasks read it (None until it chose members)."""
+        return self._group(namespace, name).object()
+
+    def group_version(self, namespace: str, name: str) -> int:
+        snapshot = self._group(namespace, name).snapshot
+        return snapshot.version if snapshot is not None else 0
+
+    def _group(self, namespace: str, name: str) -> GroupLoop:
+        return next(g for g in self.groups if (g.run.namespace, g.run.name) == (namespace, name))
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """The first pass of every mirror and group (blocking), then the periodic ones in the background."""
+        self._thread.start()
+        self._call(self._first_passes(), FIRST_PASS_SECONDS)
+        for run in self.mirrors:
+            self._tasks.append(self._call(self._spawn(self._mirror_loop(run)), STOP_SECONDS))
+        for group in self.groups:
+            self._tasks.append(self._call(self._spawn(self._group_loop(group)), STOP_SECONDS))
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        with contextlib.suppress(Exception):  # stopping must not fail on a probe's teardown
+            self._call(self._shutdown(), STOP_SECONDS)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(STOP_SECONDS)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    def _call(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+
+    async def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        return asyncio.get_running_loop().create_task(coroutine)
+
+    async def _shutdown(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.prober.close()
+
+    # ------------------------------------------------------------------------------------------ passes
+
+    async def _first_passes(self) -> None:
+        await asyncio.gather(
+            *(self._provision(run) for run in self.mirrors), *(group.round() for group in self.groups)
+        )
+
+    async def _provision(self, run: MirrorRun) -> bool:
+        """One pass; True when a member failed."""
+        outcomes = await provision(run, lambda member: self.env_for(run, member), self.state)
+        self.outcomes[run.key] = outcomes
+        return any(o.state != "Provisioned" for o in outcomes)
+
+    async def _mirror_loop(self, run: MirrorRun) -> None:
+        schedule = ProvisionSchedule()
+        failed = any(o.state != "Provisioned" for o in self.outcomes[run.key])
+        drift = self.cloud.drift_interval_seconds
+        while True:
+            await asyncio.sleep(schedule.record(time.monotonic(), failed, RETRY_SECONDS, drift))
+            failed = await self._provision(run)
+
+    async def _group_loop(self, group: GroupLoop) -> None:
+        while True:
+            await asyncio.sleep(group.period)
+            await group.round()

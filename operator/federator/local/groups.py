@@ -1,0 +1,262 @@
+"""FailoverGroup in local mode: the controller's probes and state machine (failover/rounds.py, state.py),
+run every `probe.periodSeconds` against the members; instead of a ConfigMap, what the group publishes is
+written to `<state>/groups/<namespace>/<name>/endpoints.json` (the ConfigMap's keys), with its status and
+Events beside it. DNS records are written only to a zone the emulator serves (`dnsZones` of
+`--emulator-config`); local mode never writes to Azure DNS. The group's state is kept across runs, as a
+cluster keeps it in status."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from federator import reasons
+from federator.api.failovergroup import FailoverGroupSpec
+from federator.failover.conditions import assess
+from federator.failover.connections import MemberConnection, resolve_connection
+from federator.failover.dns import DnsPublisher
+from federator.failover.probes import Prober
+from federator.failover.publishing import dns_record_sets, endpoints_config_map
+from federator.failover.rounds import probe_and_step
+from federator.failover.state import GroupState
+from federator.local.emulator import group_uses
+from federator.local.model import GroupRun, PlanContext, TaskManifest
+from federator.local.model import Note as PlanNote
+from federator.local.observe import TaskRow, triad_row
+from federator.local.references import LocalSecrets, Unresolved
+from federator.local.state import StateDir, write_atomically
+from federator.planning.errors import PlanningError
+from federator.provision.environment import ManagementEnvironment
+from federator.provision.errors import ManagementError
+from federator.status import conditions as cond
+from federator.status.conditions import ConditionUpdate, timestamp
+from federator.status.events import Note
+from federator.validation import validate_object
+from federator.validation.documents import Document, ManifestError, load_documents
+
+
+def expand_group(doc: Document, context: PlanContext) -> list[TaskManifest]:
+    """A group runs no task itself: it is registered, and what its probes read is laid out."""
+    meta = doc.body["metadata"]
+    namespace, name = meta.get("namespace") or "default", meta["name"]
+    spec = FailoverGroupSpec.model_validate(doc.body["spec"])
+    secrets = LocalSecrets.resolve(context.supporting, namespace, spec, context.environ)
+    if isinstance(secrets, Unresolved):
+        context.plan.notes.append(PlanNote(doc.label, f"{secrets.reason}: {secrets.message}", failed=True))
+        return []
+    uses = group_uses(spec)
+    conflicts = context.layout.conflicts(uses)
+    if conflicts:
+        context.plan.notes.append(PlanNote(doc.label, "; ".join(conflicts), failed=True))
+        return []
+    context.layout.add(uses)
+    context.plan.groups.append(GroupRun(namespace, name, doc.label, spec, secrets, doc.source))
+    return []
+
+
+def group_object(run: GroupRun, status: Mapping[str, Any]) -> dict[str, Any]:
+    """The group as the API would hold it (what `resolve_following` reads)."""
+    return {
+        "metadata": {"name": run.name, "namespace": run.namespace},
+        "spec": run.spec.model_dump(by_alias=True, mode="json", exclude_none=True),
+        "status": dict(status),
+    }
+
+
+@dataclass(frozen=True)
+class GroupSnapshot:
+    """A group after a round: what following tasks and the live view read."""
+
+    state: GroupState
+    updates: list[ConditionUpdate]
+    dns: str
+    last_event: str = ""
+    version: int = 0
+    """Counts changes of the published members (following tasks are planned again when it moves)."""
+
+
+@dataclass
+class GroupLoop:
+    """One group's rounds; the state is kept between them, and in the state dir between runs."""
+
+    run: GroupRun
+    state_dir: StateDir
+    emulators: Mapping[str, str]
+    """Emulator namespace → AMQP connection string."""
+    prober: Prober
+    dns_env: ManagementEnvironment | None
+    """The emulator's management environment when it serves the group's DNS zone."""
+    connections: dict[str, MemberConnection] = field(default_factory=dict)
+    snapshot: GroupSnapshot | None = None
+    _dns: DnsPublisher | None = None
+    _modified: int | None = None
+
+    def __post_init__(self) -> None:
+        self.snapshot = GroupSnapshot(self._load(), [], "")
+        if self.dns_env is not None:
+            self._dns = DnsPublisher(self.dns_env)
+        self._modified = _modified(self.run.source)
+
+    @property
+    def directory(self) -> Path:
+        return self.state_dir.group_dir(self.run.namespace, self.run.name)
+
+    @property
+    def period(self) -> float:
+        return float(self.run.spec.probe.period_seconds)
+
+    async def round(self) -> GroupSnapshot:
+        """Probe, step, publish; returns (and keeps) the new snapshot."""
+        assert self.snapshot is not None
+        now = datetime.now(UTC).replace(microsecond=0)
+        reloaded = self._reload()
+        run, before = self.run, self.snapshot
+        if not self.connections:
+            try:
+                for member in run.spec.members:
+                    self.connections[member.name] = await resolve_connection(
+                        run.secrets, run.namespace, member.connection, self.emulators, f"member {member.name}"
+                    )
+            except (PlanningError, ManagementError) as err:
+                self.connections.clear()
+                self.snapshot = GroupSnapshot(before.state, cond.stalled(err.reason, err.message), "", "")
+                return self.snapshot
+        stepped = await probe_and_step(self.prober, run.spec, before.state, self.connections, now)
+        stepped.notes[:0] = reloaded
+        state = stepped.state
+        updates = assess(run.spec, state)
+        dns, problem = await self._publish_dns(state)
+        if problem is not None:  # as the operator: the endpoints are published, the records are not
+            triad = cond.reconciling if problem.retryable else cond.stalled
+            updates = [
+                *triad(problem.reason, f"endpoints published; DNS not: {problem.message}"),
+                updates[-1],
+            ]
+        self._publish(state, updates, stepped.notes, now)
+        last = (
+            f"{stepped.notes[-1].reason}: {stepped.notes[-1].message}" if stepped.notes else before.last_event
+        )
+        moved = (state.producer, state.consumer) != (before.state.producer, before.state.consumer)
+        self.snapshot = GroupSnapshot(state, updates, dns, last, before.version + moved)
+        return self.snapshot
+
+    async def _publish_dns(self, state: GroupState) -> tuple[str, ManagementError | None]:
+        """What the view says about DNS, and the failure to write the records if any."""
+        dns = self.run.spec.publishing.dns
+        if dns is None:
+            return "no DNS publishing", None
+        zone = dns.zone
+        if self._dns is None:
+            return (
+                f"DNS skipped: zone {zone.zone_name} is not served by the emulator (declare it under "
+                "dnsZones in --emulator-config; local mode never writes to Azure DNS)"
+            ), None
+        records = dns_record_sets(self.run.spec, state)
+        try:
+            await self._dns.publish(self.run.secrets, self.run.namespace, self.run.name, zone, records)
+        except ManagementError as err:
+            return "DNS not published", err
+        return f"DNS records in the emulator's zone {zone.zone_name}", None
+
+    def _publish(
+        self, state: GroupState, updates: list[ConditionUpdate], notes: list[Any], now: datetime
+    ) -> None:
+        run = self.run
+        data = endpoints_config_map(run.name, run.namespace, run.spec, state, None)["data"]
+        endpoints = self.directory / "endpoints.json"
+        text = json.dumps(data, indent=2, sort_keys=True)
+        if not endpoints.exists() or endpoints.read_text(encoding="utf-8") != text:
+            write_atomically(endpoints, text)
+        conditions = [
+            {"type": u.type, "status": u.status, "reason": u.reason, "message": u.message} for u in updates
+        ]
+        status = {**state.status_fields(), "conditions": conditions}
+        write_atomically(self.directory / "status.json", json.dumps(status, indent=2))
+        if notes:
+            with (self.directory / "events.log").open("a", encoding="utf-8") as log:
+                for note in notes:
+                    log.write(f"{timestamp(now)} {note.type} {note.reason}: {note.message}\n")
+
+    def _reload(self) -> list[Note]:
+        """The group's spec again when its manifest file changed (the local `kubectl apply`): a change of
+        `activeMember` switches, as in a cluster. Members cannot change while the run lasts (their
+        emulator entities and connections are set up at the start)."""
+        modified = _modified(self.run.source)
+        if modified is None or modified == self._modified:
+            return []
+        self._modified = modified
+        run, where = self.run, f"{self.run.source}: FailoverGroup {self.run.key}"
+        try:
+            bodies = [d.body for d in load_documents(Path(run.source))]
+        except ManifestError as err:
+            return [Note("Warning", "SpecNotReloaded", str(err))]
+        body = next((b for b in bodies if _names(b, run.namespace, run.name)), None)
+        if body is None:
+            return [Note("Warning", "SpecNotReloaded", f"{where} is no longer in the file; it keeps running")]
+        _, problems = validate_object(body)
+        if problems:
+            return [Note("Warning", "SpecNotReloaded", f"{where}: " + "; ".join(str(p) for p in problems))]
+        spec = FailoverGroupSpec.model_validate(body["spec"])
+        if _members(spec) != _members(run.spec):
+            message = f"{where}: members changed; stop and start the run to use them"
+            return [Note("Warning", "SpecNotReloaded", message)]
+        if spec == run.spec:
+            return []
+        self.run = dataclasses.replace(run, spec=spec)
+        return [Note("Normal", "SpecReloaded", f"{where} changed; the new spec applies from this round")]
+
+    def _load(self) -> GroupState:
+        try:
+            status = json.loads((self.directory / "status.json").read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return GroupState()
+        return GroupState.from_status(status)
+
+    def object(self) -> dict[str, Any] | None:
+        """The group as following tasks read it; None until its first round chose members."""
+        snapshot = self.snapshot
+        if snapshot is None or snapshot.state.phase is None:
+            return None
+        return group_object(self.run, snapshot.state.status_fields())
+
+
+def group_row(loop: GroupLoop) -> TaskRow:
+    snapshot, run = loop.snapshot, loop.run
+    key = f"group {run.key}"
+    assert snapshot is not None
+    if not snapshot.updates:
+        return TaskRow(key, "Reconciling", reasons.FAILOVER_GROUP_PENDING, "first probe round running")
+    state = snapshot.state
+    probes = ", ".join(
+        f"{h.member} {'ok' if h.healthy else f'failed {h.consecutive_failures}x'}"
+        for h in state.health.values()
+    )
+    info = (
+        f"phase {state.phase}: producers → {state.producer}, consumers → {state.consumer}; probes: {probes}; "
+        f"endpoints: {loop.directory / 'endpoints.json'}; {snapshot.dns}"
+        + (f"; last event {snapshot.last_event}" if snapshot.last_event else "")
+    )
+    return triad_row(key, snapshot.updates, info=info)
+
+
+def _modified(path: str) -> int | None:
+    try:
+        return Path(path).stat().st_mtime_ns if path else None
+    except OSError:
+        return None
+
+
+def _names(body: Any, namespace: str, name: str) -> bool:
+    if not isinstance(body, dict) or body.get("kind") != "FailoverGroup":
+        return False
+    meta = body.get("metadata") or {}
+    return bool((meta.get("namespace") or "default") == namespace and meta.get("name") == name)
+
+
+def _members(spec: FailoverGroupSpec) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json") for m in spec.members]

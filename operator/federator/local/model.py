@@ -1,0 +1,169 @@
+"""What a local plan is made of: tasks that run (or wait for a mirror or a failover group first), tasks
+that cannot run, the mirrors to provision, the failover groups to probe, and notes about the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from federator.api.failovergroup import FailoverGroupSpec
+from federator.api.servicebusmirror import ServiceBusMirrorSpec
+from federator.local.emulator import EmulatorLayout
+from federator.local.references import LocalSecrets, SupportingDocuments
+from federator.local.state import StateDir
+from federator.planning.mirror import MirrorPlan
+from federator.settings import OperatorSettings
+from federator_emulator.config import EmulatorConfig
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """A task that can run: its config file content and what its process needs."""
+
+    namespace: str
+    name: str
+    label: str
+    task_config: dict[str, Any]
+    """Written to the state dir once the emulator's connection strings are known."""
+    emulator_namespaces: tuple[str, ...]
+    spark_conf: dict[str, str]
+    files: dict[Path, bytes] = field(default_factory=dict, repr=False)
+    """ConfigMap keys the editors read, written where ``task_config["configMapFiles"]`` says."""
+    secret_env: dict[str, str] = field(default_factory=dict, repr=False)
+    """Secret values for the app's environment only (never written to a file)."""
+    mirror: str | None = None
+    """The mirror that generated the task (`namespace/name`): it starts once its pair is provisioned."""
+    pair: tuple[str, ...] = ()
+    """The mirror members the task copies between."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def followed_members(self) -> dict[str, str]:
+        """Spec path → `group/member` of every connection that follows a FailoverGroup."""
+        return dict(self.task_config.get("followedMembers") or {})
+
+
+@dataclass(frozen=True)
+class BlockedTask:
+    """A task that cannot run, as Stalled (or Reconciling while it waits): reason and what to do."""
+
+    namespace: str
+    name: str
+    label: str
+    reason: str
+    message: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Note:
+    """A document that is not run, and why; ``failed`` counts against the exit code."""
+
+    label: str
+    message: str
+    failed: bool
+
+
+@dataclass(frozen=True)
+class MirrorRun:
+    """A ServiceBusMirror: its plan is provisioned on its members once the emulator runs, then its tasks
+    start, each once both members of its pair are provisioned."""
+
+    namespace: str
+    name: str
+    label: str
+    spec: ServiceBusMirrorSpec
+    plan: MirrorPlan
+    secrets: LocalSecrets = field(repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class GroupRun:
+    """A FailoverGroup: probed every `probe.periodSeconds` while the run lasts."""
+
+    namespace: str
+    name: str
+    label: str
+    spec: FailoverGroupSpec
+    secrets: LocalSecrets = field(repr=False)
+    source: str = ""
+    """The manifest file: an edit of the group's spec there is picked up (local/groups.py)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+Replan = Callable[[Mapping[str, Mapping[str, Any] | None]], "TaskRun | BlockedTask"]
+
+
+@dataclass(frozen=True)
+class FollowingTask:
+    """A task with connections that follow FailoverGroups: planned again with the members the groups
+    publish (first when they have chosen, then after every switch)."""
+
+    namespace: str
+    name: str
+    label: str
+    groups: tuple[str, ...]
+    replan: Replan = field(repr=False, compare=False)
+    """Groups as the API would hold them (name → object with spec and status) → the task's run."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass
+class LocalPlan:
+    tasks: list[TaskRun] = field(default_factory=list)
+    blocked: list[BlockedTask] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    mirrors: list[MirrorRun] = field(default_factory=list)
+    groups: list[GroupRun] = field(default_factory=list)
+    following: list[FollowingTask] = field(default_factory=list)
+    emulator: EmulatorConfig | None = None
+    """The emulator to start (ports still 0 unless declared); None when nothing uses it."""
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.blocked) or any(n.failed for n in self.notes)
+
+    @property
+    def runnable(self) -> bool:
+        return bool(self.tasks or self.following or self.groups or self.mirrors)
+
+
+@dataclass(frozen=True)
+class TaskManifest:
+    """A ReplicationTask manifest a document runs, and what it depends on."""
+
+    body: dict[str, Any]
+    mirror: str | None = None
+    pair: tuple[str, ...] = ()
+    provisioned: frozenset[tuple[str, str]] = frozenset()
+    """Emulator entities the mirror creates at run time (`EmulatorLayout.add`)."""
+
+
+@dataclass
+class PlanContext:
+    """What expanding a document may read and add to."""
+
+    plan: LocalPlan
+    layout: EmulatorLayout
+    supporting: SupportingDocuments
+    environ: Mapping[str, str]
+    state: StateDir
+    settings: OperatorSettings

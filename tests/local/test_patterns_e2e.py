@@ -1,0 +1,173 @@
+"""The Service Bus patterns with `federator run`, end to end: the CLI in a subprocess provisions the mirror
+on the emulator and runs its generated tasks (one Spark application), or probes a failover group and
+runs the task that follows it; messages are sent and read with the real SDK; then SIGINT, and no process
+of the run may be left."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from azure.eventhub import EventHubProducerClient
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from run_helpers import commands, federator, stop, survivors, wait_for
+
+from support.polling import eventually
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc"),
+]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+MEMBERS = ("west", "east", "north")
+PER_MEMBER = 2
+
+
+def ready_namespaces(state: Path) -> dict[str, Any]:
+    return dict(json.loads((state / "emulator" / "ready.json").read_text())["namespaces"])
+
+
+def events_out(state: Path, task: str) -> int:
+    status = state / "tasks" / "default" / task / "status.json"
+    if not status.exists():
+        return 0
+    return sum(int(t["eventsOut"]) for t in json.loads(status.read_text())["targets"].values())
+
+
+def test_all_active_delivers_each_message_once_to_every_other_topic_and_never_back(tmp_path: Path) -> None:
+    state, log = tmp_path / "state", tmp_path / "run.log"
+    # The consumers' subscriptions are the user's: declared, as a user would, with --emulator-config.
+    config = {
+        "fsync": False,
+        "namespaces": [
+            {"name": m, "topics": [{"name": "orders", "subscriptions": [{"name": "app"}]}]} for m in MEMBERS
+        ],
+    }
+    (tmp_path / "emulator.yaml").write_text(yaml.safe_dump(config))
+    example = EXAMPLES / "sb-all-active.yaml"
+    run = federator(
+        "run",
+        "-f",
+        str(example),
+        "--emulator-config",
+        str(tmp_path / "emulator.yaml"),
+        "--state-dir",
+        str(state),
+        log=log,
+    )
+    received: dict[str, list[tuple[str, Any]]] = {m: [] for m in MEMBERS}
+    try:
+        wait_for("mirror default/orders: Ready (Mirroring)", log, run)
+        namespaces = ready_namespaces(state)
+        for member in MEMBERS:
+            client = ServiceBusClient.from_connection_string(namespaces[member]["connectionString"])
+            with client, client.get_topic_sender("orders") as sender:
+                sender.send_messages(
+                    [
+                        ServiceBusMessage(f"{member}-{i}", message_id=f"{member}-{i}")
+                        for i in range(PER_MEMBER)
+                    ]
+                )
+
+        def read_all() -> bool:
+            for member in MEMBERS:
+                client = ServiceBusClient.from_connection_string(namespaces[member]["connectionString"])
+                with client, client.get_subscription_receiver("orders", "app", max_wait_time=1) as receiver:
+                    for message in receiver.receive_messages(max_message_count=50, max_wait_time=1):
+                        properties = message.application_properties or {}
+                        received[member].append((str(message.message_id), properties.get(b"replication")))
+                        receiver.complete_message(message)
+            return all(len(r) >= PER_MEMBER * len(MEMBERS) for r in received.values())
+
+        eventually(read_all, 180, f"not every topic got every message: {received}")
+        tasks = [f"orders-{a}-{b}" for a in MEMBERS for b in MEMBERS if a != b]
+        eventually(
+            lambda: all(events_out(state, t) == PER_MEMBER for t in tasks),
+            60,
+            "the batches were not committed",
+        )
+        read_all()  # a copy coming back would arrive now
+        code, tree = stop(run, log)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+
+    output = log.read_text()
+    every_id = {f"{m}-{i}" for m in MEMBERS for i in range(PER_MEMBER)}
+    for member, messages in received.items():
+        assert Counter(message_id for message_id, _ in messages) == dict.fromkeys(every_id, 1), member
+        for message_id, marker in messages:  # copies are marked, the member's own messages are not
+            assert (marker is not None) == (not message_id.startswith(member)), (member, message_id, marker)
+    assert [events_out(state, t) for t in tasks] == [PER_MEMBER] * len(tasks)  # no task copied a copy
+    assert code == 0, output
+    assert "mirror default/orders: Ready (Mirroring) - 3 members provisioned, 6 pairs replicating" in output
+    assert "mirror default/orders: members provisioned: west, east, north of 3" in output  # the final table
+    # One Spark application (one JVM) runs the mirror's six tasks.
+    assert "federator.local.sparkhost" in commands(tree)
+    assert len([c for _, c in tree.values() if c.split(" ", 1)[0].endswith("/java")]) == 1
+    assert survivors(tree) == []
+
+
+def archived(state: Path) -> int:
+    connection = ready_namespaces(state)["archive"]["connectionString"]
+    with EventHubProducerClient.from_connection_string(connection, eventhub_name="orders-archive") as client:
+        return sum(
+            client.get_partition_properties(p)["last_enqueued_sequence_number"] + 1
+            for p in client.get_partition_ids()
+        )
+
+
+def send_orders(state: Path, member: str, count: int) -> None:
+    connection = ready_namespaces(state)[member]["connectionString"]
+    with (
+        ServiceBusClient.from_connection_string(connection) as client,
+        client.get_queue_sender("orders") as sender,
+    ):
+        sender.send_messages(
+            [ServiceBusMessage(f"{member}-{i}", message_id=f"{member}-{i}") for i in range(count)]
+        )
+
+
+def test_a_task_following_a_group_moves_to_the_member_the_group_switches_to(tmp_path: Path) -> None:
+    state, log, manifest = tmp_path / "state", tmp_path / "run.log", tmp_path / "failover-group.yaml"
+    manifest.write_text((EXAMPLES / "failover-group.yaml").read_text())
+    run = federator("run", "-f", str(manifest), "--state-dir", str(state), log=log)
+    try:
+        wait_for("default/orders-archive: Ready (Running)", log, run)
+        send_orders(state, "primary", 3)
+        eventually(lambda: archived(state) == 3, 120, "the primary's messages were not archived")
+
+        # The local `kubectl apply`: the group reads its edited manifest and switches.
+        text = manifest.read_text().replace(
+            "  primaryMember: primary\n", "  primaryMember: primary\n  activeMember: secondary\n"
+        )
+        manifest.write_text(text)
+        wait_for("default/orders-archive: Reconciling (SparkApplicationRestarting)", log, run, timeout=60)
+        endpoints = json.loads((state / "groups" / "default" / "orders" / "endpoints.json").read_text())
+        assert (endpoints["producerMember"], endpoints["consumerMember"]) == ("secondary", "secondary")
+        running = "default/orders-archive: Ready (Running)"
+        eventually(lambda: log.read_text().count(running) == 2, 240, "the task did not start again")
+        send_orders(state, "secondary", 2)
+        eventually(lambda: archived(state) == 5, 120, "the secondary's messages were not archived")
+        task = json.loads((state / "tasks" / "default" / "orders-archive" / "task.json").read_text())
+        code, tree = stop(run, log)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+
+    output = log.read_text()
+    assert code == 0, output
+    assert task["following"]["member"] == "secondary"
+    assert task["spec"]["source"]["serviceBus"]["connection"] == {"emulator": {"namespace": "secondary"}}
+    events = (state / "groups" / "default" / "orders" / "events.log").read_text()
+    assert "Switched: producers and consumers switched from member primary to secondary" in events
+    assert survivors(tree) == []
