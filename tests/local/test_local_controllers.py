@@ -156,7 +156,7 @@ async def test_a_group_switches_on_an_edit_of_its_file_and_fails_back_once_drain
             client.get_queue_sender("orders") as s,
         ):
             s.send_messages(ServiceBusMessage("still on the secondary"))
-        edit(manifest, "activeMember: secondary", "activeMember: primary")
+        edit(manifest, "  activeMember: secondary\n", "  activeMember: primary\n")
         failing_back = await loop.round()
         assert (failing_back.state.phase, failing_back.state.producer, failing_back.state.consumer) == (
             "FailingBack",

@@ -123,7 +123,7 @@ def render(
             sys.stdout.write(f"# {preview.label}\n")
             if preview.provisioning is not None:
                 plan = yaml.safe_dump(preview.provisioning, sort_keys=False).splitlines()
-                sys.stdout.write("# Service Bus provisioning plan (not a Kubernetes object):\n")
+                sys.stdout.write(f"# {preview.provisioning_title} (not a Kubernetes object):\n")
                 sys.stdout.write("".join(f"#   {line}\n" for line in plan))
             sys.stdout.write(
                 "---\n".join(yaml.safe_dump(o, sort_keys=False) for o in preview.objects) + "---\n"

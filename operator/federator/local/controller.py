@@ -23,6 +23,7 @@ from federator.local.state import StateDir
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome
 from federator.provision.schedule import ProvisionSchedule
+from federator.reasons import MANAGEMENT_UNAVAILABLE
 
 T = TypeVar("T")
 FIRST_PASS_SECONDS = 120.0
@@ -123,19 +124,31 @@ class Controller:
     # ------------------------------------------------------------------------------------------ passes
 
     async def _first_passes(self) -> None:
-        await asyncio.gather(
-            *(self._provision(run) for run in self.mirrors), *(group.round() for group in self.groups)
-        )
+        await asyncio.gather(*(self._provision(run) for run in self.mirrors), *map(self._round, self.groups))
+
+    async def _round(self, group: GroupLoop) -> None:
+        try:
+            await group.round()
+        except Exception as err:  # the loop must outlive one bad round
+            group.failed_round(err)
 
     async def _provision(self, run: MirrorRun) -> bool:
-        """One pass; True when a member failed."""
-        outcomes = await provision(run, lambda member: self.env_for(run, member), self.state)
+        """One pass; True when a member failed (or the pass itself did: it is retried, and the outcome of
+        the last pass stays shown)."""
+        try:
+            outcomes = await provision(run, lambda member: self.env_for(run, member), self.state)
+        except Exception as err:  # shown as every member's failure; the pass is retried
+            message = f"the provisioning pass failed: {err!r}"
+            outcomes = [
+                MemberOutcome(m.name, "Failed", MANAGEMENT_UNAVAILABLE, message, True)
+                for m in run.spec.members
+            ]
         self.outcomes[run.key] = outcomes
         return any(o.state != "Provisioned" for o in outcomes)
 
     async def _mirror_loop(self, run: MirrorRun) -> None:
         schedule = ProvisionSchedule()
-        failed = any(o.state != "Provisioned" for o in self.outcomes[run.key])
+        failed = any(o.state != "Provisioned" for o in self.outcomes.get(run.key, []))
         drift = self.cloud.drift_interval_seconds
         while True:
             await asyncio.sleep(schedule.record(time.monotonic(), failed, RETRY_SECONDS, drift))
@@ -144,4 +157,4 @@ class Controller:
     async def _group_loop(self, group: GroupLoop) -> None:
         while True:
             await asyncio.sleep(group.period)
-            await group.round()
+            await self._round(group)

@@ -93,8 +93,8 @@ class GroupLoop:
     """The emulator's management environment when it serves the group's DNS zone."""
     connections: dict[str, MemberConnection] = field(default_factory=dict)
     snapshot: GroupSnapshot | None = None
-    _dns: DnsPublisher | None = None
-    _modified: int | None = None
+    _dns: DnsPublisher | None = field(default=None, init=False, repr=False)
+    _modified: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.snapshot = GroupSnapshot(self._load(), [], "")
@@ -124,7 +124,8 @@ class GroupLoop:
                     )
             except (PlanningError, ManagementError) as err:
                 self.connections.clear()
-                self.snapshot = GroupSnapshot(before.state, cond.stalled(err.reason, err.message), "", "")
+                updates = cond.stalled(err.reason, err.message)
+                self.snapshot = dataclasses.replace(before, updates=updates, dns="")
                 return self.snapshot
         stepped = await probe_and_step(self.prober, run.spec, before.state, self.connections, now)
         stepped.notes[:0] = reloaded
@@ -164,7 +165,7 @@ class GroupLoop:
         return f"DNS records in the emulator's zone {zone.zone_name}", None
 
     def _publish(
-        self, state: GroupState, updates: list[ConditionUpdate], notes: list[Any], now: datetime
+        self, state: GroupState, updates: list[ConditionUpdate], notes: list[Note], now: datetime
     ) -> None:
         run = self.run
         data = endpoints_config_map(run.name, run.namespace, run.spec, state, None)["data"]
@@ -181,6 +182,11 @@ class GroupLoop:
             with (self.directory / "events.log").open("a", encoding="utf-8") as log:
                 for note in notes:
                     log.write(f"{timestamp(now)} {note.type} {note.reason}: {note.message}\n")
+
+    def failed_round(self, err: Exception) -> None:
+        """A round that raised (a bug, a full disk): said in the view; the next round tries again."""
+        assert self.snapshot is not None
+        self.snapshot = dataclasses.replace(self.snapshot, last_event=f"the last round failed: {err!r}")
 
     def _reload(self) -> list[Note]:
         """The group's spec again when its manifest file changed (the local `kubectl apply`): a change of

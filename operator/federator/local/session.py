@@ -79,16 +79,12 @@ class LocalSession:
             failure = self._start_emulator(stop)
             if failure is not None:
                 needing = [t for t in self.pending if t.emulator_namespaces or t.mirror]
+                cannot: list[TaskRun | FollowingTask] = [*needing, *following]
                 self.blocked += [
                     BlockedTask(t.namespace, t.name, t.label, reasons.EMULATOR_FAILED, failure)
-                    for t in needing
-                ]
-                self.blocked += [
-                    BlockedTask(t.namespace, t.name, t.label, reasons.EMULATOR_FAILED, failure)
-                    for t in following
+                    for t in cannot
                 ]
                 self.pending = [t for t in self.pending if t not in needing]
-                self.following = []
                 return
         if stop.is_set():
             return

@@ -4,8 +4,6 @@ machine, publish the endpoints (ConfigMap, DNS), and say what changed. The handl
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,11 +16,11 @@ from federator.api.failovergroup import FailoverGroupSpec
 from federator.api.kinds import FAILOVER_GROUP
 from federator.apply.children import Outcome, ensure
 from federator.failover.conditions import assess
-from federator.failover.connections import MemberConnection, resolve_connection
-from federator.failover.probes import EntityRef, Prober, describe
+from federator.failover.connections import resolve_connection
 from federator.failover.publishing import config_map_name, dns_record_sets, endpoints_config_map
+from federator.failover.rounds import probe_and_step
 from federator.failover.runtime import FailoverRuntime
-from federator.failover.state import Drain, GroupState, Switch, step
+from federator.failover.state import GroupState, Switch
 from federator.kube.client import CONFIGMAPS, KubeClient
 from federator.planning.errors import PlanningError
 from federator.planning.task import Owner
@@ -67,13 +65,7 @@ async def _round(
     except (PlanningError, ManagementError) as err:
         return Findings(cond.stalled(err.reason, err.message), retry_after=spec.probe.period_seconds), []
     state = GroupState.from_status(body.get("status"))
-    timeout = spec.probe.timeout_seconds
-    entity = probe_entity(spec)
-    probes = asyncio.gather(
-        *(runtime.prober.probe(connections[m.name], entity, timeout) for m in spec.members)
-    )
-    outcomes, drain = await asyncio.gather(probes, _drain(runtime.prober, spec, state, connections))
-    stepped = step(spec, state, dict(zip([m.name for m in spec.members], outcomes, strict=True)), drain, now)
+    stepped = await probe_and_step(runtime.prober, spec, state, connections, now)
     notes = list(stepped.notes)
     owner = Owner(API_VERSION, FAILOVER_GROUP.kind, name, meta["uid"]) if meta.get("uid") else None
     config_map = endpoints_config_map(name, namespace, spec, stepped.state, owner)
@@ -98,31 +90,6 @@ async def _round(
 
 def _period(spec_raw: dict[str, Any]) -> float:
     return float((spec_raw.get("probe") or {}).get("periodSeconds", 10))
-
-
-def probe_entity(spec: FailoverGroupSpec) -> EntityRef:
-    """The probe's entity: `probe.entity`, else the first drain entity (a CEL rule requires one of them)."""
-    entity = spec.probe.entity or spec.failback.drain_entities[0]
-    return EntityRef.of(entity)
-
-
-async def _drain(
-    probes: Prober,
-    spec: FailoverGroupSpec,
-    state: GroupState,
-    connections: Mapping[str, MemberConnection],
-) -> Drain | None:
-    """While failing back: what the consumers' member still holds (None: no drain entities to check)."""
-    consumer = state.consumer
-    if state.phase != "FailingBack" or not spec.failback.drain_entities or consumer not in connections:
-        return None
-    assert consumer is not None
-    entities = [EntityRef.of(e) for e in spec.failback.drain_entities]
-    try:
-        pending = await probes.holding(connections[consumer], entities, spec.probe.timeout_seconds)
-    except Exception as err:  # an unreachable member is not drained; the timeout still applies
-        return Drain(error=describe(err))
-    return Drain(tuple(pending))
 
 
 async def delete_children(
