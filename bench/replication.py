@@ -228,7 +228,12 @@ def spark_session(profile_dir: Path | None, conf: list[str]) -> Any:
     return spark
 
 
-def task_config(workdir: Path, emus: Emulators, source: str, target: str) -> dict[str, Any]:
+def task_config(
+    workdir: Path, emus: Emulators, source: str, target: str, trigger_seconds: int | None = None
+) -> dict[str, Any]:
+    """A task config as the operator writes it (no ``runtime``: the API's defaults, unless a trigger
+    interval is given)."""
+
     def endpoint(hub: str) -> dict[str, Any]:
         return {
             "eventHub": {"connection": {"emulator": {"namespace": emus.namespace(hub)}}, "eventHubName": hub}
@@ -242,6 +247,7 @@ def task_config(workdir: Path, emus: Emulators, source: str, target: str) -> dic
         "spec": {
             "source": endpoint(source),
             "targets": [{"name": target, **endpoint(target)}],
+            **({} if trigger_seconds is None else {"runtime": {"triggerIntervalSeconds": trigger_seconds}}),
         },
         "checkpointLocation": f"file://{workdir / ('checkpoint-' + name)}",
         "secretEnv": {},
@@ -326,7 +332,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 from bench import replication_latency  # it imports this module
 
                 latency = replication_latency.measure(
-                    spark, workdir, emus, args.rate, args.duration, args.warmup
+                    spark, workdir, emus, args.rate, args.duration, args.warmup, args.trigger
                 )
                 logger.info("latency at %.0f events/s: %s (load %s)", latency["rate"], latency, load())
         spark.stop()
@@ -362,6 +368,9 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=45, help="latency run seconds (0: skip)")
     parser.add_argument("--rate", type=int, default=1000, help="latency run events/s")
     parser.add_argument("--warmup", type=float, default=20, help="latency run seconds not measured")
+    parser.add_argument(
+        "--trigger", type=int, help="latency run trigger interval, seconds (default: the task's default)"
+    )
     parser.add_argument("--layout", choices=("one", "per-namespace", "per-hub"), default="per-namespace")
     parser.add_argument("--conf", action="append", default=[], help="extra Spark setting KEY=VALUE")
     parser.add_argument("--profile", type=Path, help="write cProfile stats of every Spark read/write here")

@@ -81,12 +81,19 @@ def client(source_cs: str, target_cs: str, rate: int, duration: float) -> dict[s
 
 
 def measure(
-    spark: Any, workdir: Path, emus: Emulators, rate: int, duration: float, warmup: float
+    spark: Any,
+    workdir: Path,
+    emus: Emulators,
+    rate: int,
+    duration: float,
+    warmup: float,
+    trigger_seconds: int | None,
 ) -> dict[str, Any]:
     """Latency of the events sent after ``warmup`` seconds of traffic at the same rate: until every
     Python worker has opened its receivers and producers (``sources/eventhubs_streams.py``), batches
     pay for opening them."""
-    query = start_task(spark, task_config(workdir, emus, SOURCE, TARGET), available_now=False)
+    config = task_config(workdir, emus, SOURCE, TARGET, trigger_seconds)
+    query = start_task(spark, config, available_now=False)
     try:
         while query.lastProgress is None:  # the first (empty) trigger ran: the query is warm
             if query.exception() is not None:
@@ -119,6 +126,7 @@ def measure(
         "p99_ms": percentile(latencies, 0.99),
         "max_ms": latencies[-1] if latencies else None,
         "warmup_s": warmup,
+        "trigger_s": trigger_seconds,  # None: the task's default
         "warmup_p99_ms": percentile(during_warmup, 0.99),
         "batch_ms_p50": phases,  # the Spark phases of measured batches that moved events
     }

@@ -4,6 +4,7 @@ when it can get there by reading forward."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -96,3 +97,23 @@ def test_a_range_whose_events_never_come_times_out(hub) -> None:
                 pass
     finally:
         stream.close(wait=True)
+
+
+def test_a_kept_stream_left_idle_is_closed_and_the_next_task_opens_a_new_one(hub, monkeypatch) -> None:
+    connection, emulator = hub
+    publish(emulator, 5)
+    monkeypatch.setattr(eventhubs_streams, "_IDLE_CLOSE_SECONDS", 0.3)
+    monkeypatch.setattr(eventhubs_streams, "_REAP_EVERY_SECONDS", 0.1)
+    first = eventhubs_streams.take(connection, "hub", "$Default", "0", -1)
+    assert sequences(first, -1, 4) == list(range(5))
+    eventhubs_streams.keep(first)
+
+    deadline = time.monotonic() + 10  # the reaper may still be in a sleep of the unpatched length
+    while first.key in eventhubs_streams._kept and time.monotonic() < deadline:
+        time.sleep(0.05)
+    later = eventhubs_streams.take(connection, "hub", "$Default", "0", 4)
+    try:
+        assert later is not first
+    finally:
+        later.close(wait=True)
+        first.close(wait=True)  # returns once the reaper's close has finished too

@@ -39,6 +39,7 @@ _QUEUED_BATCHES = 20  # hand-overs (of up to _PREFETCH events) held while nobody
 _IDLE_WAIT_SECONDS = 1.0  # how long a one-off read waits before reporting "nothing new"
 _MAX_SKIP = 5_000  # a kept stream further behind than this is reopened rather than read forward
 _IDLE_CLOSE_SECONDS = 30.0
+_REAP_EVERY_SECONDS = 5.0
 
 StreamKey = tuple[str, str, str, str]  # connection option, event hub, consumer group, partition
 
@@ -192,6 +193,8 @@ def receive(
 # -------------------------------------------------------------------------- streams kept by a worker
 
 _kept: dict[StreamKey, PartitionStream] = {}
+_kept_lock = threading.Lock()
+_reaper: threading.Thread | None = None
 
 
 def take(
@@ -199,12 +202,8 @@ def take(
 ) -> PartitionStream:
     """A stream that continues after sequence number ``after``: this worker's kept one when it can
     get there by reading forward, else a new one. Give it back with :func:`keep` when done."""
-    now = time.monotonic()
-    for key, kept in list(_kept.items()):
-        if kept.broken or now - kept.last_used > _IDLE_CLOSE_SECONDS:
-            del _kept[key]
-            kept.close()
-    stream = _kept.pop((connection.to_option(), event_hub, consumer_group, partition), None)
+    with _kept_lock:
+        stream = _kept.pop((connection.to_option(), event_hub, consumer_group, partition), None)
     if stream is not None:
         if not stream.broken and stream.position is not None and 0 <= after - stream.position <= _MAX_SKIP:
             return stream
@@ -221,5 +220,22 @@ def take(
 
 def keep(stream: PartitionStream) -> None:
     """Keep ``stream`` open for this worker's next task on its partition."""
+    global _reaper
     stream.last_used = time.monotonic()
-    _kept[stream.key] = stream
+    with _kept_lock:
+        _kept[stream.key] = stream
+        if _reaper is None:
+            # A worker may run only write tasks for a while: closing idle streams cannot wait for reads.
+            _reaper = threading.Thread(target=_close_idle_streams, daemon=True, name="eventhubs-reaper")
+            _reaper.start()
+
+
+def _close_idle_streams() -> None:
+    while True:
+        time.sleep(_REAP_EVERY_SECONDS)
+        now = time.monotonic()
+        with _kept_lock:
+            idle = [k for k, s in _kept.items() if s.broken or now - s.last_used > _IDLE_CLOSE_SECONDS]
+            closing = [_kept.pop(key) for key in idle]
+        for stream in closing:
+            stream.close(wait=True)  # nobody waits for this thread
