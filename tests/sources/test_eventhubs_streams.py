@@ -85,6 +85,7 @@ def test_a_replay_from_before_a_kept_stream_gets_a_new_stream(hub) -> None:
         assert sequences(replay, 4, 9) == list(range(5, 10))
     finally:
         replay.close(wait=True)
+        first.close(wait=True)  # take() closed it without waiting for its thread
 
 
 def test_a_range_whose_events_never_come_times_out(hub) -> None:

@@ -67,6 +67,7 @@ class PartitionStream:
         self._pending: list[Any] = []  # received, not yet handed out
         self._queue: queue.Queue[list[Any] | BaseException] = queue.Queue(_QUEUED_BATCHES)
         self._closed = threading.Event()
+        self._close_lock = threading.Lock()
         self._client = eventhub_consumer(connection, event_hub, consumer_group)
         # What the client's public ``socket_timeout`` keyword sets; ``eventhub_consumer`` takes no
         # client options, so it is set before the first receive creates the connection.
@@ -147,8 +148,11 @@ class PartitionStream:
     def close(self, wait: bool = False) -> None:
         """Ends the receive loop; the SDK closes its socket on its thread, which ``wait`` waits for
         (~0.8 s)."""
-        self._closed.set()
-        self._client.close()
+        with self._close_lock:  # a worker's reaper and its task may both close a stream
+            closing = not self._closed.is_set()
+            self._closed.set()
+        if closing:
+            self._client.close()
         if wait:
             self._thread.join(10)
 
