@@ -9,14 +9,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from federator.sql import SqlMessage
+from federator_spark.property_types import still_tagged, typed
 
 # One row per source event. `source` names the source entity (`<host>/<entity>`) so that sinks can
 # build provenance and identities without knowing the source; `partition_count` lets an Event Hubs
-# sink decide between partition i → i and re-hashing.
+# sink decide between partition i → i and re-hashing. `property_types` tags the property values that
+# were not strings at the source (`federator_spark.property_types`).
 SCHEMA = (
     "body binary, source string, partition string, partition_count int, sequence_number bigint, "
     "offset string, enqueued_time timestamp, partition_key string, "
-    "properties map<string,string>, system_properties map<string,string>"
+    "properties map<string,string>, system_properties map<string,string>, property_types map<string,string>"
 )
 
 # System property a source sets to say what it reads; Service Bus rows carry SERVICE_BUS.
@@ -55,6 +57,7 @@ class Event:
     partition_key: str | None
     properties: dict[str, str] = field(default_factory=dict)
     system_properties: dict[str, str] = field(default_factory=dict)
+    property_types: dict[str, str] = field(default_factory=dict)
     # The decoded JSON body once something asked for it, or why it is not JSON.
     _document: Any = field(default=_UNDECODED, init=False, repr=False, compare=False)
     _not_json: str | None = field(default=None, init=False, repr=False, compare=False)
@@ -75,6 +78,7 @@ class Event:
             partition_key=row["partition_key"],
             properties=dict(row["properties"] or {}),
             system_properties=dict(row["system_properties"] or {}),
+            property_types=dict(row["property_types"] or {}),
         )
 
     @property
@@ -116,7 +120,15 @@ class Event:
         copy.__dict__.update(changes)
         if "body" in changes:
             copy._document, copy._not_json = document, None
+        if "properties" in changes and "property_types" not in changes and self.property_types:
+            copy.property_types = still_tagged(self.property_types, self.properties, changes["properties"])
         return copy
+
+    def typed_properties(self) -> dict[str, Any]:
+        """The property values with their source types, as sinks send them and conditions read them."""
+        if not self.property_types:
+            return self.properties
+        return typed(self.properties, self.property_types)
 
 
 _FIELDS = frozenset(f.name for f in fields(Event) if f.init)
@@ -130,10 +142,13 @@ class EventMessage(SqlMessage):
     def __init__(self, event: Event) -> None:  # no dataclass __init__: the fields are computed
         self.event = event
         self._system: dict[str, Any] | None = None
+        self._user: dict[str, Any] | None = None
 
     @property
     def user(self) -> dict[str, Any]:  # type: ignore[override]
-        return self.event.properties
+        if self._user is None:
+            self._user = self.event.typed_properties()
+        return self._user
 
     @property
     def system(self) -> dict[str, Any]:  # type: ignore[override]

@@ -33,6 +33,7 @@ def row(sequence: int, text: str, **properties: str) -> dict[str, Any]:
         "partition_key": None,
         "properties": properties,
         "system_properties": {},
+        "property_types": {},
     }
 
 

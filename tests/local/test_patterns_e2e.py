@@ -1,21 +1,28 @@
 """The Service Bus patterns with `federator run`, end to end: the CLI in a subprocess provisions the mirror
-on the emulator and runs its generated tasks (one Spark application), or probes a failover group and
-runs the task that follows it; messages are sent and read with the real SDK; then SIGINT, and no process
-of the run may be left."""
+on the emulator and runs its generated tasks (one Spark application with the Service Bus source and
+sink), or probes a failover group and runs the task that follows it; messages are sent and read with the
+real SDK; then SIGINT, and no process of the run may be left."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import subprocess
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from azure.eventhub import EventHubProducerClient
-from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus import (
+    ServiceBusClient,
+    ServiceBusMessage,
+    ServiceBusReceivedMessage,
+    ServiceBusSubQueue,
+)
 from run_helpers import commands, federator, stop, survivors, wait_for
 
 from support.polling import eventually
@@ -41,33 +48,44 @@ def events_out(state: Path, task: str) -> int:
     return sum(int(t["eventsOut"]) for t in json.loads(status.read_text())["targets"].values())
 
 
-def test_all_active_delivers_each_message_once_to_every_other_topic_and_never_back(tmp_path: Path) -> None:
-    state, log = tmp_path / "state", tmp_path / "run.log"
-    # The consumers' subscriptions are the user's: declared, as a user would, with --emulator-config.
+def user_subscriptions(tmp_path: Path, topic: str, members: tuple[str, ...]) -> Path:
+    """The consumers' subscriptions are the user's: declared, as a user would, with --emulator-config."""
     config = {
         "fsync": False,
         "namespaces": [
-            {"name": m, "topics": [{"name": "orders", "subscriptions": [{"name": "app"}]}]} for m in MEMBERS
+            {"name": m, "topics": [{"name": topic, "subscriptions": [{"name": "app"}]}]} for m in members
         ],
     }
-    (tmp_path / "emulator.yaml").write_text(yaml.safe_dump(config))
-    example = EXAMPLES / "sb-all-active.yaml"
-    run = federator(
-        "run",
-        "-f",
-        str(example),
-        "--emulator-config",
-        str(tmp_path / "emulator.yaml"),
-        "--state-dir",
-        str(state),
-        log=log,
-    )
+    path = tmp_path / "emulator.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def start(manifest: Path, state: Path, log: Path, config: Path | None = None) -> subprocess.Popen[bytes]:
+    emulator = ["--emulator-config", str(config)] if config else []
+    return federator("run", "-f", str(manifest), *emulator, "--state-dir", str(state), log=log)
+
+
+def client_of(state: Path, member: str) -> ServiceBusClient:
+    return ServiceBusClient.from_connection_string(ready_namespaces(state)[member]["connectionString"])
+
+
+def text_properties(message: ServiceBusReceivedMessage) -> dict[str, Any]:
+    def text(value: Any) -> Any:
+        return value.decode() if isinstance(value, bytes) else value
+
+    return {text(k): text(v) for k, v in (message.application_properties or {}).items()}
+
+
+def test_all_active_delivers_each_message_once_to_every_other_topic_and_never_back(tmp_path: Path) -> None:
+    state, log = tmp_path / "state", tmp_path / "run.log"
+    config = user_subscriptions(tmp_path, "orders", MEMBERS)
+    run = start(EXAMPLES / "sb-all-active.yaml", state, log, config)
     received: dict[str, list[tuple[str, Any]]] = {m: [] for m in MEMBERS}
     try:
         wait_for("mirror default/orders: Ready (Mirroring)", log, run)
-        namespaces = ready_namespaces(state)
         for member in MEMBERS:
-            client = ServiceBusClient.from_connection_string(namespaces[member]["connectionString"])
+            client = client_of(state, member)
             with client, client.get_topic_sender("orders") as sender:
                 sender.send_messages(
                     [
@@ -78,7 +96,7 @@ def test_all_active_delivers_each_message_once_to_every_other_topic_and_never_ba
 
         def read_all() -> bool:
             for member in MEMBERS:
-                client = ServiceBusClient.from_connection_string(namespaces[member]["connectionString"])
+                client = client_of(state, member)
                 with client, client.get_subscription_receiver("orders", "app", max_wait_time=1) as receiver:
                     for message in receiver.receive_messages(max_message_count=50, max_wait_time=1):
                         properties = message.application_properties or {}
@@ -116,6 +134,121 @@ def test_all_active_delivers_each_message_once_to_every_other_topic_and_never_ba
     assert survivors(tree) == []
 
 
+TIME_TO_LIVE = 30  # long enough for a copy to reach the secondary on a busy machine, short enough to wait
+
+
+def test_active_passive_copies_reach_the_secondary_with_the_failover_window_and_expire_there(
+    tmp_path: Path,
+) -> None:
+    state, log, manifest = tmp_path / "state", tmp_path / "run.log", tmp_path / "sb-active-passive.yaml"
+    manifest.write_text(
+        (EXAMPLES / "sb-active-passive.yaml")
+        .read_text()
+        .replace("timeToLiveSeconds: 120", f"timeToLiveSeconds: {TIME_TO_LIVE}")
+    )
+    config = user_subscriptions(tmp_path, "invoices", ("primary", "secondary"))
+    run = start(manifest, state, log, config)
+    try:
+        wait_for("mirror default/billing: Ready (Mirroring)", log, run)
+        with client_of(state, "primary") as client, client.get_topic_sender("invoices") as sender:
+            sender.send_messages([ServiceBusMessage(f"invoice-{i}", message_id=f"invoice-{i}") for i in "12"])
+        eventually(
+            lambda: events_out(state, "billing-primary-secondary") == 2, 120, "the copies were not sent"
+        )
+        with (
+            client_of(state, "secondary") as client,
+            client.get_subscription_receiver("invoices", "app") as receiver,
+        ):
+            [first] = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+            receiver.complete_message(first)
+
+            def expired() -> bool:  # the second copy is never consumed: it expires within the window
+                return not receiver.peek_messages(max_message_count=5)
+
+            eventually(expired, TIME_TO_LIVE + 30, "the unconsumed copy did not expire in the secondary")
+        with (
+            client_of(state, "primary") as client,
+            client.get_subscription_receiver("invoices", "app") as receiver,
+        ):
+            primary = receiver.receive_messages(max_message_count=5, max_wait_time=2)
+        code, tree = stop(run, log)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+
+    assert code == 0, log.read_text()
+    assert first.time_to_live == timedelta(seconds=TIME_TO_LIVE)
+    assert text_properties(first)["replication"] == 1  # the rule's number, still a number
+    assert first.message_id == "invoice-1"  # the copy keeps the source's MessageId: dedupe works downstream
+    # The primary's consumers see the originals, without the window; nothing is copied back.
+    assert sorted(str(m) for m in primary) == ["invoice-1", "invoice-2"]
+    assert all(m.time_to_live != timedelta(seconds=TIME_TO_LIVE) for m in primary)
+    assert "replication" not in text_properties(primary[0])
+    assert survivors(tree) == []
+
+
+def consumer_fails(state: Path, member: str) -> ServiceBusReceivedMessage:
+    """A consumer that cannot process its message: it dead-letters it, as the pattern expects."""
+    with client_of(state, member) as client, client.get_queue_receiver("shipments") as receiver:
+        messages: list[ServiceBusReceivedMessage] = []
+
+        def received() -> bool:
+            messages.extend(receiver.receive_messages(max_message_count=1, max_wait_time=2))
+            return bool(messages)
+
+        eventually(received, 120, f"nothing reached {member}'s queue")
+        receiver.dead_letter_message(messages[0], reason="ConsumerDown")
+        return messages[0]
+
+
+def left_in(state: Path, member: str, queue: str, sub_queue: ServiceBusSubQueue | None = None) -> list[str]:
+    client = client_of(state, member)
+    with client, client.get_queue_receiver(queue, sub_queue=sub_queue) as receiver:
+        return [str(m) for m in receiver.peek_messages(max_message_count=10)]
+
+
+def test_spillover_moves_a_dead_letter_to_the_peer_once_then_parks_it_in_the_auxiliary_queue(
+    tmp_path: Path,
+) -> None:
+    state, log = tmp_path / "state", tmp_path / "run.log"
+    run = start(EXAMPLES / "sb-spillover.yaml", state, log)
+    try:
+        wait_for("mirror default/shipments: Ready (Mirroring)", log, run)
+        with client_of(state, "left") as client, client.get_queue_sender("shipments") as sender:
+            sender.send_messages(ServiceBusMessage("job-1", message_id="job-1"))
+        consumer_fails(state, "left")
+        spilled = consumer_fails(state, "right")  # spilled to the peer, and failing there too
+
+        def parked() -> bool:
+            return left_in(state, "right", "shipments-aux") == ["job-1"]
+
+        eventually(parked, 120, "the twice dead-lettered message was not parked in the auxiliary queue")
+        eventually(lambda: events_out(state, "shipments-right-left") == 1, 60, "the batch was not committed")
+        remaining = {
+            (member, queue, str(sub)): left_in(state, member, queue, sub)
+            for member in ("left", "right")
+            for queue, sub in (
+                ("shipments", None),
+                ("shipments", ServiceBusSubQueue.DEAD_LETTER),
+                ("shipments-aux", None),
+            )
+        }
+        code, tree = stop(run, log)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+
+    assert code == 0, log.read_text()
+    assert (str(spilled), text_properties(spilled)["repl-spilled"]) == ("job-1", "1")
+    assert spilled.message_id == "job-1"
+    # Once spilled, once parked; nothing bounced back to the left, every dead-letter queue drained.
+    assert {k: v for k, v in remaining.items() if v} == {("right", "shipments-aux", "None"): ["job-1"]}
+    assert [events_out(state, t) for t in ("shipments-left-right", "shipments-right-left")] == [1, 1]
+    assert survivors(tree) == []
+
+
 def archived(state: Path) -> int:
     connection = ready_namespaces(state)["archive"]["connectionString"]
     with EventHubProducerClient.from_connection_string(connection, eventhub_name="orders-archive") as client:
@@ -139,7 +272,7 @@ def send_orders(state: Path, member: str, count: int) -> None:
 def test_a_task_following_a_group_moves_to_the_member_the_group_switches_to(tmp_path: Path) -> None:
     state, log, manifest = tmp_path / "state", tmp_path / "run.log", tmp_path / "failover-group.yaml"
     manifest.write_text((EXAMPLES / "failover-group.yaml").read_text())
-    run = federator("run", "-f", str(manifest), "--state-dir", str(state), log=log)
+    run = start(manifest, state, log)
     try:
         wait_for("default/orders-archive: Ready (Running)", log, run)
         send_orders(state, "primary", 3)

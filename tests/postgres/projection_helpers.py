@@ -29,6 +29,7 @@ def event(
     body: bytes | None = None,
     enqueued: datetime | None = None,
     properties: dict[str, str] | None = None,
+    types: dict[str, str] | None = None,
     source: str = SOURCE,
 ) -> Event:
     """By default enqueued ``sequence`` seconds after T0, as a partition's log would be."""
@@ -43,6 +44,7 @@ def event(
         partition_key=key,
         properties=properties or {},
         system_properties={"content_type": "application/json"},
+        property_types=types or {},
     )
 
 
@@ -57,7 +59,7 @@ def publish(plan: TargetPlan, events: list[Event]) -> None:
     publisher = PostgresPublisher(plan, task=TASK)
     try:
         for item in events:
-            publisher.add(item, item.properties)
+            publisher.add(item, item.typed_properties())
         publisher.flush()
     finally:
         publisher.close()

@@ -38,6 +38,16 @@ def test_bodies_jsonb_would_refuse_are_stored_as_bytes_only(uri):
     assert [r["body_json"] for r in found] == [None, None, None]
 
 
+def test_typed_property_values_are_json_numbers_and_booleans_so_they_can_be_queried_by_value(uri):
+    properties = {"n": "7", "ratio": "0.5", "ok": "true", "at": "2026-05-01T12:00:00+00:00", "note": "7"}
+    types = {"n": "int", "ratio": "float", "ok": "bool", "at": "timestamp"}
+    publish(target("typed", "history"), [event(0, properties=properties, types=types)])
+
+    assert rows(uri, "SELECT properties FROM typed WHERE (properties->>'n')::int > 5") == [
+        {"properties": {"n": 7, "ratio": 0.5, "ok": True, "at": "2026-05-01T12:00:00+00:00", "note": "7"}}
+    ]
+
+
 def test_nul_in_keys_and_properties_is_replaced_rather_than_failing_the_batch(uri):
     publish(
         target("latest", "compacted"),

@@ -1,10 +1,11 @@
 """The provisioned rules do what the federation patterns promise, end to end over AMQP with the real
 `azure-servicebus` SDK on three emulator namespaces.
 
-Until the Spark Service Bus source runs the generated ReplicationTasks here, `run_task` plays their part
-with the SDK: it reads the task's source (a replication subscription, or a dead-letter queue), applies its
-routing (condition, setProperties, unrouted) and sends copies to the target, as the reference pattern's
-forwarding step does. What is under test is the provisioning and the rules, not this stand-in."""
+What is under test is the provisioning and the rules, so `run_task` plays the generated ReplicationTasks'
+part with the SDK, without a Spark JVM: it reads the task's source (a replication subscription, or a
+dead-letter queue), applies its routing (condition, setProperties, unrouted) and sends copies to the
+target, as the reference pattern's forwarding step does. The same patterns with the real Spark tasks run
+through `federator run` in `tests/local/test_patterns_e2e.py`."""
 
 from __future__ import annotations
 

@@ -43,12 +43,13 @@ def test_a_message_keeps_its_body_properties_system_properties_and_position(emul
     record = json.loads(json.dumps(to_record(message)))  # what the spool file holds
     row = to_row(record, "localhost:5672/q1")
 
-    body, source, partition, partition_count, sequence, offset, enqueued, key, properties, system = row
+    body, source, partition, partition_count, sequence, offset, enqueued, key, properties, system, types = row
     assert (body, source, partition, partition_count) == (b'{"order": 7}', "localhost:5672/q1", "0", 1)
     assert (sequence, offset) == (message.sequence_number, str(message.sequence_number))
     assert abs((enqueued - message.enqueued_time_utc).total_seconds()) < 0.001
     assert key == "customer-3"
-    assert properties == {"n": "1", "urgent": "True", "region": "eu"}
+    assert properties == {"n": "1", "urgent": "true", "region": "eu"}
+    assert types == {"n": "int", "urgent": "bool"}  # so that sinks send them back as they came
     assert system == {
         "message_id": "order-7",
         "content_type": "application/json",

@@ -4,6 +4,7 @@ every hop, routing with an `unrouted` target, the filter editor, and merge witho
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,17 @@ def keyed_events(keys: int, per_key: int) -> list[dict[str, Any]]:
     return [{"body": f"k{k}-{i}", "key": f"k{k}"} for i in range(per_key) for k in range(keys)]
 
 
+AT = datetime(2026, 5, 1, 12, 30, tzinfo=UTC)
+TYPED = {"count": 7, "ratio": 0.25, "urgent": True, "at": AT, "note": "x"}
+
+
 def test_equal_partition_counts_map_partition_i_to_i_keeping_order_and_keys(
     spark, emulator_factory, tmp_path
 ):
     emulator = emulator_factory(hubs(("a", 2), ("b", 2)))
     cs = emulator.connection_string("ns1")
-    send(cs, "a", keyed_events(keys=4, per_key=5) + [{"body": f"p1-{i}", "partition": "1"} for i in range(3)])
+    typed = [{"body": f"p1-{i}", "partition": "1", "properties": TYPED} for i in range(3)]
+    send(cs, "a", keyed_events(keys=4, per_key=5) + typed)
 
     run_task(spark, task_config(tmp_path, emulator, eh_task("a", "b")))
 
@@ -51,6 +57,12 @@ def test_equal_partition_counts_map_partition_i_to_i_keeping_order_and_keys(
         assert [prop(e, "repl-offset") for e in target[partition]] == [
             str(e.offset) for e in source[partition]
         ]
+    # Property values keep their types: a consumer filtering on `count = 7` still matches. The SDK reads
+    # a timestamp as milliseconds, beyond 32 bits: it is forwarded as a long.
+    at_ms = int(AT.timestamp() * 1000)
+    copies = [e for e in target["1"] if body(e).startswith("p1-")]
+    own = [{k.decode(): v for k, v in e.properties.items() if not k.startswith(b"repl-")} for e in copies]
+    assert own == [{"count": 7, "ratio": 0.25, "urgent": True, "at": at_ms, "note": b"x"}] * 3
 
 
 def test_different_partition_counts_keep_each_key_together_and_in_order(spark, emulator_factory, tmp_path):

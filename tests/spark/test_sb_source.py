@@ -100,7 +100,7 @@ def test_queue_messages_reach_the_target_with_their_properties_and_leave_the_sou
         [
             ServiceBusMessage(
                 f"m{i}",
-                application_properties={"n": i},
+                application_properties={"n": i, "ratio": i / 4, "even": i % 2 == 0, "tag": f"t{i}"},
                 content_type="text/plain",
                 correlation_id=f"c{i}",
                 subject="orders",
@@ -121,7 +121,9 @@ def test_queue_messages_reach_the_target_with_their_properties_and_leave_the_sou
 
     messages = receive_all(cs, "dst")
     assert [str(m) for m in messages] == [f"m{i}" for i in range(25)]
-    assert [m.application_properties[b"n"] for m in messages] == [str(i).encode() for i in range(25)]
+    assert [  # each value of its own AMQP type, as sent
+        (sb_prop(m, "n"), sb_prop(m, "ratio"), sb_prop(m, "even"), sb_prop(m, "tag")) for m in messages
+    ] == [(i, i / 4, i % 2 == 0, f"t{i}") for i in range(25)]
     assert {(m.content_type, m.subject) for m in messages} == {("text/plain", "orders")}
     assert [m.correlation_id for m in messages] == [f"c{i}" for i in range(25)]
     assert [m.message_id for m in messages] == [f"app-{i}" for i in range(25)]  # consumers dedupe by it

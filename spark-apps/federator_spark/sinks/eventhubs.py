@@ -14,11 +14,13 @@ A producer client (its connection, and a link per partition it sent to) takes th
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from federator_spark.eventhubs_management import HubManagement
 from federator_spark.events import Event
 from federator_spark.plan import TargetPlan
+from federator_spark.property_types import PropertyValue, for_amqp
 from federator_spark.retry import with_retries
 from federator_spark.sources.eventhubs import receive
 
@@ -58,11 +60,11 @@ class EventHubPublisher:
         self.partition_ids = management.partition_ids()
         self._pending: dict[Destination, list[Any]] = {}
 
-    def add(self, event: Event, properties: dict[str, str]) -> None:
+    def add(self, event: Event, properties: Mapping[str, PropertyValue]) -> None:
         from azure.eventhub import EventData
 
         data = EventData(event.body)
-        data.properties = properties
+        data.properties = for_amqp(properties)
         system = event.system_properties
         if system:  # each setter builds the AMQP properties section: set only what is there
             for name in _SYSTEM_PROPERTIES:

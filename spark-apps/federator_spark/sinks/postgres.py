@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -26,6 +27,7 @@ from psycopg import sql
 
 from federator_spark.events import Event
 from federator_spark.plan import TargetPlan
+from federator_spark.property_types import PropertyValue, as_text
 from federator_spark.retry import with_retries
 
 logger = logging.getLogger(__name__)
@@ -89,7 +91,7 @@ class PostgresPublisher:
 
     # ------------------------------------------------------------------------------------ publishing
 
-    def add(self, event: Event, properties: dict[str, str]) -> None:
+    def add(self, event: Event, properties: Mapping[str, PropertyValue]) -> None:
         key = event.partition_key if event.partition_key is not None else f"{event.source}/{event.partition}"
         self._pending.append(
             (
@@ -305,8 +307,15 @@ def _text(value: str | None) -> str | None:
     return None if value is None else value.replace("\x00", "\ufffd")
 
 
-def _json_text(mapping: dict[str, str]) -> str:
-    return json.dumps({_text(k): _text(v) for k, v in mapping.items()}, ensure_ascii=False)
+def _json_text(mapping: Mapping[str, PropertyValue]) -> str:
+    """Numbers and booleans as JSON's own (a projection can be queried by value); the rest as text."""
+    return json.dumps({_text(k): _json_value(v) for k, v in mapping.items()}, ensure_ascii=False)
+
+
+def _json_value(value: PropertyValue) -> str | int | float | bool | None:
+    if isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    return _text(as_text(value))
 
 
 _KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)

@@ -26,6 +26,7 @@ from federator_spark.commits import CommitLog
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage
 from federator_spark.plan import DEAD_LETTER, DEAD_LETTER_REASON_PROPERTY, TargetPlan, WritePlan
+from federator_spark.property_types import still_tagged, typed
 from federator_spark.provenance import forwarded_properties, is_loop
 
 logger = logging.getLogger(__name__)
@@ -141,7 +142,8 @@ class _Task:
         properties.update(target.set_properties)  # after routing: conditions never see them
         if extra:
             properties.update(extra)
-        publisher.add(event, properties)
+        types = event.property_types and still_tagged(event.property_types, event.properties, properties)
+        publisher.add(event, typed(properties, types) if types else properties)
         return True
 
     def seen(self, event: Event) -> None:

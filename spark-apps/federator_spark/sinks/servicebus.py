@@ -11,11 +11,13 @@ message and a session receiver sees each stream in order; the same key is kept a
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from federator_spark.events import Event
 from federator_spark.plan import TargetPlan
+from federator_spark.property_types import PropertyValue, for_amqp
 from federator_spark.retry import with_retries
 
 logger = logging.getLogger(__name__)
@@ -45,7 +47,7 @@ class ServiceBusPublisher:
             self._sender = self._client.get_queue_sender(queue_name=target.entity)
         self._pending: list[Any] = []
 
-    def add(self, event: Event, properties: dict[str, str]) -> None:
+    def add(self, event: Event, properties: Mapping[str, PropertyValue]) -> None:
         from azure.servicebus import ServiceBusMessage
 
         system = event.system_properties
@@ -54,7 +56,7 @@ class ServiceBusPublisher:
         self._pending.append(
             ServiceBusMessage(
                 event.body,
-                application_properties=properties,  # type: ignore[arg-type]
+                application_properties=for_amqp(properties),
                 message_id=event.message_id,
                 session_id=session,
                 partition_key=session,

@@ -21,8 +21,10 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from federator_spark import property_types
 from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement
+from federator_spark.property_types import as_text
 from federator_spark.sources import eventhubs_streams
 from federator_spark.sources.eventhubs_streams import receive
 
@@ -194,19 +196,15 @@ def cap(start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
     return {p: start.get(p, -1) + granted[p] for p in ends}
 
 
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
 def _row(event: Any, source: str, partition: HubPartition) -> tuple[Any, ...]:
-    properties = {_text(k): _text(v) for k, v in (event.properties or {}).items()}
+    properties, types = property_types.read(event.properties)
     system: dict[str, str] = {}
     amqp_properties = event.raw_amqp_message.properties
     if amqp_properties is not None:  # read once: each EventData accessor re-checks the section
         for name in _SYSTEM_PROPERTIES:
             value = getattr(amqp_properties, name, None)
             if value is not None:
-                system[name] = _text(value)
+                system[name] = as_text(value)
     key = event.partition_key
     body = event.body
     return (
@@ -217,7 +215,8 @@ def _row(event: Any, source: str, partition: HubPartition) -> tuple[Any, ...]:
         event.sequence_number,
         str(event.offset),
         event.enqueued_time,
-        _text(key) if key is not None else None,
+        as_text(key) if key is not None else None,
         properties,
         system,
+        types,
     )

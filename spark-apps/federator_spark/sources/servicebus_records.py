@@ -8,7 +8,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from federator_spark import property_types
 from federator_spark.events import SERVICE_BUS, SOURCE_KIND
+from federator_spark.property_types import as_text
 from federator_spark.sources.spool import Record
 
 # Every message of a Service Bus source is in Spark partition "0" of a 1-partition source: a batch is
@@ -20,12 +22,6 @@ _SYSTEM = ("message_id", "content_type", "correlation_id", "subject", "to", "rep
 def enqueued(message: Any) -> datetime:
     enqueued: datetime | None = message.enqueued_time_utc
     return enqueued if enqueued is not None else datetime.now(UTC)
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def _body(message: Any) -> bytes:
@@ -42,12 +38,13 @@ def _body(message: Any) -> bytes:
         return body
     if isinstance(body, str):
         return body.encode()
-    return json.dumps(body, default=_text).encode()
+    return json.dumps(body, default=as_text).encode()
 
 
 def to_record(message: Any) -> Record:
     """What the spool keeps of a message: the row's content, not its lock."""
-    system = {name: _text(getattr(message, name)) for name in _SYSTEM if getattr(message, name) is not None}
+    properties, types = property_types.read(message.application_properties)
+    system = {name: as_text(getattr(message, name)) for name in _SYSTEM if getattr(message, name) is not None}
     system[SOURCE_KIND] = SERVICE_BUS
     if message.time_to_live is not None:
         system["time_to_live"] = f"{message.time_to_live.total_seconds():g}"
@@ -57,8 +54,9 @@ def to_record(message: Any) -> Record:
         "enqueued_time": enqueued(message).timestamp(),
         # Sessions define order in Service Bus; a PartitionKey equals the SessionId when both are set.
         "partition_key": message.session_id or message.partition_key,
-        "properties": {_text(k): _text(v) for k, v in (message.application_properties or {}).items()},
+        "properties": properties,
         "system_properties": system,
+        "property_types": types,
     }
 
 
@@ -76,4 +74,5 @@ def to_row(record: Record, source: str) -> tuple[Any, ...]:
         record["partition_key"],
         record["properties"],
         record["system_properties"],
+        record.get("property_types", {}),  # spooled before types were kept: text, as then
     )
