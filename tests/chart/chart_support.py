@@ -30,6 +30,7 @@ MATRIX: dict[str, dict[str, Any]] = {
                        "serviceAccount": {"create": False, "name": "existing"}},
     "apache-launcher-pinned-images": {
         "launcher": {"default": "apache"},
+        "azure": {"armEndpoint": "https://management.chinacloudapi.cn", "driftIntervalSeconds": 60},
         "image": {"digest": "sha256:" + "a" * 64},
         "spark": {"image": {"repository": "registry.example:5000/federator-spark", "tag": "0.1.0-rc1"}}},
 }

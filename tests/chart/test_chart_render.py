@@ -123,6 +123,8 @@ def test_operator_settings_reach_the_operator_as_env(render: Render) -> None:
     assert env["FEDERATOR_SPARK_SERVICE_ACCOUNT"] == "federator-spark"
     assert env["FEDERATOR_CHECKPOINT_CLAIM"] == "federator-checkpoints"
     assert env["FEDERATOR_APP_METRICS_PORT"] == "9464"
+    assert env["FEDERATOR_ARM_ENDPOINT"] == "https://management.chinacloudapi.cn"
+    assert env["FEDERATOR_DRIFT_INTERVAL_SECONDS"] == "60"
     assert env["POD_ID"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     [container] = one(render(MATRIX["apache-launcher-pinned-images"]), "Deployment")["spec"]["template"][
         "spec"]["containers"]

@@ -85,3 +85,22 @@ def test_expired_sas_credential_is_refused(emulator):
 def test_valid_key_is_accepted(cs):
     with EventHubProducerClient.from_connection_string(cs, eventhub_name="hub1") as producer:
         assert producer.get_partition_ids() == ["0", "1"]
+
+
+def test_a_token_for_an_entity_that_does_not_exist_is_answered_not_found_as_azure_does(cs):
+    client = ServiceBusClient.from_connection_string(cs, retry_total=0)
+    with (
+        client,
+        pytest.raises(ServiceBusAuthenticationError) as raised,
+        client.get_queue_sender("no-such-queue") as sender,
+    ):
+        sender.send_messages(ServiceBusMessage("x"))
+    error = str(raised.value.inner_exception)
+    assert "Status code: 404" in error and "/no-such-queue' could not be found" in error
+
+    producer = EventHubProducerClient.from_connection_string(cs, eventhub_name="no-such-hub", retry_total=0)
+    with (
+        producer,
+        pytest.raises(AuthenticationError, match="could not be found"),
+    ):
+        producer.get_partition_ids()

@@ -37,5 +37,11 @@ class CbsNode(Endpoint):
             logger.info("CBS refused a token for %s: %s", audience, exc)
             reply(self.ctx, self.link, request, 401, str(exc))
             return
+        entity = grant.path.split("/", 1)[0]
+        if entity and not entity.startswith("$") and not self.namespace.has_entity(entity):
+            # As Service Bus and Event Hubs do: the SDKs report "could not be found" at once instead
+            # of retrying a link that the broker would refuse.
+            reply(self.ctx, self.link, request, 404, f"The messaging entity '{audience}' could not be found.")
+            return
         self.ctx.grants.add(grant)
         reply(self.ctx, self.link, request, 202, "Accepted")

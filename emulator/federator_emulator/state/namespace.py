@@ -63,10 +63,14 @@ class NamespaceState:
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
 
+    def has_entity(self, name: str) -> bool:
+        """Whether an event hub, queue or topic of this name exists."""
+        key = name.lower()
+        return key in self.event_hubs or key in self.queues or key in self.topics
+
     # -- management: event hubs ----------------------------------------------------------
     def _check_free(self, name: str) -> None:
-        key = name.lower()
-        if key in self.event_hubs or key in self.queues or key in self.topics:
+        if self.has_entity(name):
             raise EntityExists(f"entity {name!r} already exists in namespace {self.name!r}")
 
     def create_event_hub(self, config: EventHubConfig) -> EventHub:
