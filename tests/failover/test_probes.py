@@ -46,7 +46,7 @@ async def test_a_running_member_is_healthy_for_each_kind_of_entity(
         outcome = await clients.probe(member, entity, timeout=5)
         assert outcome.healthy, f"{entity}: {outcome.message}"
     missing = await clients.probe(member, EntityRef("queue", "nope"), timeout=5)
-    assert not missing.healthy and "not found" in missing.message
+    assert not missing.healthy and "/nope' could not be found" in missing.message  # the broker's words
 
 
 @pytest.mark.slow

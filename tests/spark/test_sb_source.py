@@ -257,7 +257,7 @@ def test_messages_stay_in_the_source_until_the_target_accepts_them(spark, emulat
     }
     raw = task_config(tmp_path, emulator, spec)
 
-    assert "event hub 'hub' not found" in run_failing(spark, raw)
+    assert "/hub' could not be found" in run_failing(spark, raw)
     # Nothing completed, and no lock lapsed although the failing send took longer (the client's own
     # retries) than two lock durations: the locks were renewed.
     assert stored(emulator, "src") == dict.fromkeys(range(1, 9), 0)

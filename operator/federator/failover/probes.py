@@ -148,6 +148,11 @@ def describe(err: BaseException) -> str:
     if isinstance(err, TimeoutError):
         return "no answer within the probe timeout"
     text = " ".join(str(err).split()) or type(err).__name__
+    # The Service Bus SDK's errors say only "Error condition: ..."; the broker's words (e.g. "The
+    # messaging entity ... could not be found") are on the AMQP error inside.
+    inner = getattr(err, "inner_exception", None)
+    if inner is not None and (detail := " ".join(str(inner).split())) and detail not in text:
+        text = f"{text} {detail}"
     if (shape := secret_shape(text)) is not None:
         return f"{type(err).__name__} (its message contained {shape} and is not shown)"
     return text if len(text) <= 300 else text[:297] + "..."
