@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -61,9 +63,19 @@ def user_subscriptions(tmp_path: Path, topic: str, members: tuple[str, ...]) -> 
     return path
 
 
-def start(manifest: Path, state: Path, log: Path, config: Path | None = None) -> subprocess.Popen[bytes]:
+@contextmanager
+def running(
+    manifest: Path, state: Path, log: Path, config: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`federator run` on ``manifest``; whatever the test's outcome, nothing of it outlives the test."""
     emulator = ["--emulator-config", str(config)] if config else []
-    return federator("run", "-f", str(manifest), *emulator, "--state-dir", str(state), log=log)
+    run = federator("run", "-f", str(manifest), *emulator, "--state-dir", str(state), log=log)
+    try:
+        yield run
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
 
 
 def client_of(state: Path, member: str) -> ServiceBusClient:
@@ -80,9 +92,8 @@ def text_properties(message: ServiceBusReceivedMessage) -> dict[str, Any]:
 def test_all_active_delivers_each_message_once_to_every_other_topic_and_never_back(tmp_path: Path) -> None:
     state, log = tmp_path / "state", tmp_path / "run.log"
     config = user_subscriptions(tmp_path, "orders", MEMBERS)
-    run = start(EXAMPLES / "sb-all-active.yaml", state, log, config)
     received: dict[str, list[tuple[str, Any]]] = {m: [] for m in MEMBERS}
-    try:
+    with running(EXAMPLES / "sb-all-active.yaml", state, log, config) as run:
         wait_for("mirror default/orders: Ready (Mirroring)", log, run)
         for member in MEMBERS:
             client = client_of(state, member)
@@ -113,10 +124,6 @@ def test_all_active_delivers_each_message_once_to_every_other_topic_and_never_ba
         )
         read_all()  # a copy coming back would arrive now
         code, tree = stop(run, log)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
 
     output = log.read_text()
     every_id = {f"{m}-{i}" for m in MEMBERS for i in range(PER_MEMBER)}
@@ -147,8 +154,7 @@ def test_active_passive_copies_reach_the_secondary_with_the_failover_window_and_
         .replace("timeToLiveSeconds: 120", f"timeToLiveSeconds: {TIME_TO_LIVE}")
     )
     config = user_subscriptions(tmp_path, "invoices", ("primary", "secondary"))
-    run = start(manifest, state, log, config)
-    try:
+    with running(manifest, state, log, config) as run:
         wait_for("mirror default/billing: Ready (Mirroring)", log, run)
         with client_of(state, "primary") as client, client.get_topic_sender("invoices") as sender:
             sender.send_messages([ServiceBusMessage(f"invoice-{i}", message_id=f"invoice-{i}") for i in "12"])
@@ -172,10 +178,6 @@ def test_active_passive_copies_reach_the_secondary_with_the_failover_window_and_
         ):
             primary = receiver.receive_messages(max_message_count=5, max_wait_time=2)
         code, tree = stop(run, log)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
 
     assert code == 0, log.read_text()
     assert first.time_to_live == timedelta(seconds=TIME_TO_LIVE)
@@ -212,8 +214,7 @@ def test_spillover_moves_a_dead_letter_to_the_peer_once_then_parks_it_in_the_aux
     tmp_path: Path,
 ) -> None:
     state, log = tmp_path / "state", tmp_path / "run.log"
-    run = start(EXAMPLES / "sb-spillover.yaml", state, log)
-    try:
+    with running(EXAMPLES / "sb-spillover.yaml", state, log) as run:
         wait_for("mirror default/shipments: Ready (Mirroring)", log, run)
         with client_of(state, "left") as client, client.get_queue_sender("shipments") as sender:
             sender.send_messages(ServiceBusMessage("job-1", message_id="job-1"))
@@ -235,10 +236,6 @@ def test_spillover_moves_a_dead_letter_to_the_peer_once_then_parks_it_in_the_aux
             )
         }
         code, tree = stop(run, log)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
 
     assert code == 0, log.read_text()
     assert (str(spilled), text_properties(spilled)["repl-spilled"]) == ("job-1", "1")
@@ -272,8 +269,7 @@ def send_orders(state: Path, member: str, count: int) -> None:
 def test_a_task_following_a_group_moves_to_the_member_the_group_switches_to(tmp_path: Path) -> None:
     state, log, manifest = tmp_path / "state", tmp_path / "run.log", tmp_path / "failover-group.yaml"
     manifest.write_text((EXAMPLES / "failover-group.yaml").read_text())
-    run = start(manifest, state, log)
-    try:
+    with running(manifest, state, log) as run:
         wait_for("default/orders-archive: Ready (Running)", log, run)
         send_orders(state, "primary", 3)
         eventually(lambda: archived(state) == 3, 120, "the primary's messages were not archived")
@@ -286,16 +282,12 @@ def test_a_task_following_a_group_moves_to_the_member_the_group_switches_to(tmp_
         wait_for("default/orders-archive: Reconciling (SparkApplicationRestarting)", log, run, timeout=60)
         endpoints = json.loads((state / "groups" / "default" / "orders" / "endpoints.json").read_text())
         assert (endpoints["producerMember"], endpoints["consumerMember"]) == ("secondary", "secondary")
-        running = "default/orders-archive: Ready (Running)"
-        eventually(lambda: log.read_text().count(running) == 2, 240, "the task did not start again")
+        ready = "default/orders-archive: Ready (Running)"
+        eventually(lambda: log.read_text().count(ready) == 2, 240, "the task did not start again")
         send_orders(state, "secondary", 2)
         eventually(lambda: archived(state) == 5, 120, "the secondary's messages were not archived")
         task = json.loads((state / "tasks" / "default" / "orders-archive" / "task.json").read_text())
         code, tree = stop(run, log)
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
 
     output = log.read_text()
     assert code == 0, output

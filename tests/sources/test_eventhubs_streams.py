@@ -4,6 +4,7 @@ when it can get there by reading forward."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -23,10 +24,16 @@ CONFIG = {"namespaces": [{"name": "ns1", "eventHubs": [{"name": "hub", "partitio
 @pytest.fixture
 def hub(emulator_factory) -> Iterator[tuple[Connection, RunningEmulator]]:
     emulator = emulator_factory(CONFIG)
+    before = set(threading.enumerate())
     yield Connection(connection_string=emulator.connection_string("ns1")), emulator
     for stream in list(eventhubs_streams._kept.values()):  # streams this test process kept
         stream.close(wait=True)
     eventhubs_streams._kept.clear()
+    # Streams closed without waiting (by take() or the idle reaper) end on their own threads: wait for
+    # them while the emulator still runs, or the SDK reconnects to a stopped one and leaks its sockets.
+    for thread in set(threading.enumerate()) - before:
+        if thread.name != "eventhubs-reaper":
+            thread.join(10)
 
 
 def publish(emulator: RunningEmulator, count: int, first: int = 0) -> None:
