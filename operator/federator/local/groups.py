@@ -28,7 +28,6 @@ from federator.local.emulator import group_uses
 from federator.local.model import GroupRun, PlanContext, TaskManifest
 from federator.local.model import Note as PlanNote
 from federator.local.observe import TaskRow, triad_row
-from federator.local.references import LocalSecrets, Unresolved
 from federator.local.state import StateDir, write_atomically
 from federator.planning.errors import PlanningError
 from federator.provision.environment import ManagementEnvironment
@@ -45,9 +44,8 @@ def expand_group(doc: Document, context: PlanContext) -> list[TaskManifest]:
     meta = doc.body["metadata"]
     namespace, name = meta.get("namespace") or "default", meta["name"]
     spec = FailoverGroupSpec.model_validate(doc.body["spec"])
-    secrets = LocalSecrets.resolve(context.supporting, namespace, spec, context.environ)
-    if isinstance(secrets, Unresolved):
-        context.plan.notes.append(PlanNote(doc.label, f"{secrets.reason}: {secrets.message}", failed=True))
+    secrets = context.resolve_secrets(doc.label, namespace, spec)
+    if secrets is None:
         return []
     uses = group_uses(spec)
     conflicts = context.layout.conflicts(uses)

@@ -15,9 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from federator.api.servicebusmirror import ServiceBusMirrorSpec
-from federator.local.model import MirrorRun, Note, PlanContext, TaskManifest
+from federator.local.model import MirrorRun, PlanContext, TaskManifest
 from federator.local.observe import TaskRow, task_conditions, triad_row
-from federator.local.references import LocalSecrets, Unresolved
 from federator.local.state import StateDir, write_atomically
 from federator.planning.mirror import MirrorPlan, plan_mirror
 from federator.provision.environment import ManagementEnvironment
@@ -32,9 +31,8 @@ def expand_mirror(doc: Document, context: PlanContext) -> list[TaskManifest]:
     meta = doc.body["metadata"]
     namespace, name = meta.get("namespace") or "default", meta["name"]
     spec = ServiceBusMirrorSpec.model_validate(doc.body["spec"])
-    secrets = LocalSecrets.resolve(context.supporting, namespace, spec, context.environ)
-    if isinstance(secrets, Unresolved):
-        context.plan.notes.append(Note(doc.label, f"{secrets.reason}: {secrets.message}", failed=True))
+    secrets = context.resolve_secrets(doc.label, namespace, spec)
+    if secrets is None:
         return []
     plan = plan_mirror(name=name, namespace=namespace, spec=spec)
     run = MirrorRun(namespace, name, doc.label, spec, plan, secrets)

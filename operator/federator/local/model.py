@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from federator.api.failovergroup import FailoverGroupSpec
 from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.local.emulator import EmulatorLayout
-from federator.local.references import LocalSecrets, SupportingDocuments
+from federator.local.references import LocalSecrets, SupportingDocuments, Unresolved
 from federator.local.state import StateDir
 from federator.planning.mirror import MirrorPlan
 from federator.settings import OperatorSettings
@@ -167,3 +169,12 @@ class PlanContext:
     environ: Mapping[str, str]
     state: StateDir
     settings: OperatorSettings
+
+    def resolve_secrets(self, label: str, namespace: str, spec: BaseModel) -> LocalSecrets | None:
+        """Every Secret key ``spec`` references; None, with the document noted as failed and why, when
+        one cannot be had."""
+        found = LocalSecrets.resolve(self.supporting, namespace, spec, self.environ)
+        if isinstance(found, Unresolved):
+            self.plan.notes.append(Note(label, f"{found.reason}: {found.message}", failed=True))
+            return None
+        return found
