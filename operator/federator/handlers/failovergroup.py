@@ -13,6 +13,7 @@ from federator import metrics
 from federator.api.base import GROUP, VERSION
 from federator.failover.runtime import runtime_of
 from federator.handlers.pacing import pause
+from federator.handlers.reporting import report
 from federator.kube.client import ResourceRef
 from federator.reconcile.failovergroup import GroupResult, delete_children, reconcile
 
@@ -78,13 +79,10 @@ async def _reconcile(body: kopf.Body, memo: Any, current: dict[str, Any]) -> Gro
         found = await reconcile(memo.client, runtime_of(memo), current)
     finally:
         metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
-    namespace, name = body.meta["namespace"], body.meta["name"]
-    for note in found.result.notes:
-        (kopf.info if note.type == "Normal" else kopf.warn)(body, reason=note.reason, message=note.message)
+    report(KIND, body, found.result)
     for switch in found.switches:
         if switch.roles != "consumers" and switch.cause != "initial":
-            metrics.FAILOVERS.labels(namespace, name, switch.source or "", switch.target).inc()
-    metrics.record_conditions(KIND, namespace, name, found.result.conditions)
-    if found.result.blocked_by is not None:
-        metrics.RECONCILE_ERRORS.labels(KIND, found.result.blocked_by).inc()
+            metrics.FAILOVERS.labels(
+                body.meta["namespace"], body.meta["name"], switch.source or "", switch.target
+            ).inc()
     return found

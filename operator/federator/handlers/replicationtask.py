@@ -11,6 +11,7 @@ from federator import metrics
 from federator.api.base import GROUP, VERSION
 from federator.failover.runtime import runtime_of
 from federator.handlers.pacing import pause
+from federator.handlers.reporting import report
 from federator.kube.client import ResourceRef
 from federator.reconcile.replicationtask import delete_children, reconcile
 from federator.status.results import Result
@@ -68,9 +69,5 @@ async def _reconcile(body: kopf.Body, memo: Any) -> Result:
         result = await reconcile(memo.client, memo.federator, dict(body), runtime_of(memo))
     finally:
         metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
-    for note in result.notes:
-        (kopf.info if note.type == "Normal" else kopf.warn)(body, reason=note.reason, message=note.message)
-    metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], result.conditions)
-    if result.blocked_by is not None:
-        metrics.RECONCILE_ERRORS.labels(KIND, result.blocked_by).inc()
+    report(KIND, body, result)
     return result

@@ -12,6 +12,7 @@ import kopf
 from federator import metrics
 from federator.api.base import GROUP, VERSION
 from federator.handlers.pacing import pause
+from federator.handlers.reporting import report
 from federator.kube.client import ResourceRef
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import backoff_seconds
@@ -95,11 +96,7 @@ async def _reconcile(body: kopf.Body, memo: Any, *, provision: bool) -> Result:
         _schedule(memo, body).record(
             time.monotonic(), failed, memo.federator.retry_seconds, env.drift_interval_seconds
         )
-    for note in result.notes:
-        (kopf.info if note.type == "Normal" else kopf.warn)(body, reason=note.reason, message=note.message)
-    metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], result.conditions)
-    if result.blocked_by is not None:
-        metrics.RECONCILE_ERRORS.labels(KIND, result.blocked_by).inc()
+    report(KIND, body, result)
     return result
 
 
