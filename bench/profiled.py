@@ -1,9 +1,10 @@
-"""The replication data sources under cProfile, for ``bench/replication.py --profile DIR``.
+"""The replication writer under cProfile, for ``bench/replication.py --profile DIR``.
 
-Each Spark read and write task dumps ``<DIR>/<read|write>-<pid>-<n>.prof``; combine them with
-``python -m pstats`` or ``pstats.Stats(*files)``. The profile covers the worker's whole thread while
-the task runs, so it includes PySpark's own row/Arrow conversion around our generator and writer.
-Imported by the Spark Python workers, which find this directory on PYTHONPATH.
+Each Spark write task dumps ``<DIR>/write-<pid>-<n>.prof``; combine them with ``python -m pstats`` or
+``pstats.Stats(*files)``. A task with an Event Hubs source reads its slice's events inside the write
+task (``federator_spark.sources.eventhubs_slices``), so the profile covers receiving, editors and
+sending; it covers the task's own thread only, not the SDK receiver threads beside it (use py-spy for
+those). Imported by the Spark Python workers, which find this directory on PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -16,31 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition
+from pyspark.sql.datasource import DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
 from federator_spark import datasources, pipeline
 from federator_spark.sinks.replication import ReplicationWriter, TaskReport
-from federator_spark.sources.eventhubs import EventHubsStreamReader
 
 _counter = itertools.count()
-
-
-def _dump(profiler: cProfile.Profile, kind: str) -> None:
-    directory = Path(os.environ["FEDERATOR_BENCH_PROFILE_DIR"])
-    directory.mkdir(parents=True, exist_ok=True)
-    profiler.dump_stats(directory / f"{kind}-{os.getpid()}-{next(_counter)}.prof")
-
-
-class ProfiledReader(EventHubsStreamReader):
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        try:
-            yield from super().read(partition)
-        finally:
-            profiler.disable()
-            _dump(profiler, "read")
 
 
 class ProfiledWriter(ReplicationWriter):
@@ -51,29 +34,26 @@ class ProfiledWriter(ReplicationWriter):
             return super().write(iterator)
         finally:
             profiler.disable()
-            _dump(profiler, "write")
-
-
-class ProfiledEventHubs(datasources.EventHubsDataSource):
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return ProfiledReader(self.options)
+            directory = Path(os.environ["FEDERATOR_BENCH_PROFILE_DIR"])
+            directory.mkdir(parents=True, exist_ok=True)
+            profiler.dump_stats(directory / f"write-{os.getpid()}-{next(_counter)}.prof")
 
 
 class ProfiledReplication(datasources.ReplicationDataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         writer = super().streamWriter(schema, overwrite)
         assert isinstance(writer, ReplicationWriter)
-        return ProfiledWriter(writer.plan)
+        return ProfiledWriter(writer.plan, writer.slices)
 
 
 def register(spark: SparkSession) -> None:
-    """Register the profiled twins under the real names (later registrations win)."""
-    for source in (ProfiledEventHubs, ProfiledReplication):
-        spark.dataSource.register(source)
+    """Register the real data sources, then the profiled twin under its name (later ones win)."""
+    datasources.register(spark)
+    spark.dataSource.register(ProfiledReplication)
 
 
 def start(spark: SparkSession, config: Any, *, available_now: bool) -> Any:
-    """``pipeline.start`` with the profiled data sources (it registers the real ones first)."""
+    """``pipeline.start`` with the profiled writer."""
     real = pipeline.register
     pipeline.register = register  # type: ignore[assignment]
     try:

@@ -373,7 +373,7 @@ def main() -> None:
     )
     parser.add_argument("--layout", choices=("one", "per-namespace", "per-hub"), default="per-namespace")
     parser.add_argument("--conf", action="append", default=[], help="extra Spark setting KEY=VALUE")
-    parser.add_argument("--profile", type=Path, help="write cProfile stats of every Spark read/write here")
+    parser.add_argument("--profile", type=Path, help="write cProfile stats of every Spark write task here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     logger.setLevel(logging.INFO)

@@ -1,8 +1,10 @@
 """The Python data sources, registered by name: ``eventhubs`` and ``servicebus`` (stream readers and
-writers) and ``federator-replication`` (the whole task's writer: editors,
-routing, several targets)."""
+writers) and ``federator-replication`` (the whole task's writer: editors, routing, several targets;
+and its Event Hubs source, read in slices)."""
 
 from __future__ import annotations
+
+import json
 
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
@@ -13,6 +15,7 @@ from federator_spark.events import SCHEMA
 from federator_spark.plan import plan_from_sink_options, plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
 from federator_spark.sources.eventhubs import EventHubsStreamReader
+from federator_spark.sources.eventhubs_slices import SLICE_COLUMNS, SLICE_SCHEMA, EventHubsSliceReader
 from federator_spark.sources.servicebus import ServiceBusStreamReader
 
 
@@ -53,19 +56,30 @@ class ServiceBusDataSource(DataSource):
 
 
 class ReplicationDataSource(DataSource):
-    """Writes a ReplicationTask's targets; option ``taskConfig`` is the task config JSON."""
+    """A ReplicationTask. Writer: option ``taskConfig`` (the task config JSON); its input is rows of
+    events, or slices of an event hub when option ``sliceSource`` holds that reader's options (JSON).
+    Reader: an event hub in slices (:class:`EventHubsSliceReader`, options of the ``eventhubs``
+    reader)."""
 
     @classmethod
     def name(cls) -> str:
         return "federator-replication"
 
     def schema(self) -> str:
-        return SCHEMA
+        return SLICE_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return EventHubsSliceReader(self.options)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         if "taskConfig" not in self.options:
             raise ValueError("option 'taskConfig' is required")
-        return ReplicationWriter(plan_from_task(load_task_config(self.options["taskConfig"])))
+        plan = plan_from_task(load_task_config(self.options["taskConfig"]))
+        if "sliceSource" not in self.options:
+            return ReplicationWriter(plan)
+        if tuple(schema.fieldNames()) != SLICE_COLUMNS:
+            raise ValueError(f"option 'sliceSource' needs an input of slices ({SLICE_SCHEMA})")
+        return ReplicationWriter(plan, EventHubsSliceReader(json.loads(self.options["sliceSource"])))
 
 
 def register(spark: SparkSession) -> None:

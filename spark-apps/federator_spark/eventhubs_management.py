@@ -1,20 +1,22 @@
-"""Partition positions of an event hub, read over one long-lived management link.
+"""Partition list and positions of an event hub, read over one long-lived management link.
 
-The SDK's ``get_partition_properties`` opens a connection, a CBS session and a management link for
-every call, and its handshake loop sleeps 50 ms per frame: about 0.35 s per call, so a trigger that
-asks for four partitions' tails spent ~1.5 s before reading anything. :class:`HubManagement` keeps
-one management client open and sends READ requests on it (a few ms each). That client comes from
-the SDK's transport internals; if they change (or a request fails) the public call answers instead:
-slower, never wrong.
+The SDK's ``get_partition_ids`` and ``get_partition_properties`` open a connection, a CBS session and
+a management link for every call, and its handshake loop sleeps 50 ms per frame: about 0.35 s per
+call, so a trigger that asks for four partitions' tails spent ~1.5 s before reading anything.
+:class:`HubManagement` keeps one management client open and sends READ requests on it (a few ms
+each). That client comes from the SDK's transport internals; if they change (or a request fails)
+the public call answers instead: slower, never wrong.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # What the readers use from a partition's properties (the SDK's names).
 PROPERTY_NAMES = ("beginning_sequence_number", "last_enqueued_sequence_number", "is_empty")
@@ -36,30 +38,49 @@ class HubManagement:
         """The hub's partition ids in numeric order (read once: a partition count only grows with a
         hub update, which a running query does not follow anyway)."""
         if self._partition_ids is None:
-            self._partition_ids = sorted(self._client.get_partition_ids(), key=int)
+            ids = self._fast_or_sdk(
+                lambda: [p.decode() for p in self._read(None)[b"partition_ids"]],
+                self._client.get_partition_ids,
+                "the partition list",
+            )
+            self._partition_ids = sorted(ids, key=int)
         return self._partition_ids
 
     def partition_properties(self, partition: str) -> dict[str, Any]:
-        if self._fast:
-            try:
-                return self._read(partition)
-            except (AttributeError, ImportError, TypeError, KeyError) as error:
-                logger.warning("fast partition reads unavailable (%r); using the SDK's calls", error)
-                self._fast = False
-                self.close()
-            except Exception as error:  # the link broke or the service refused: reconnect next time
-                logger.info(
-                    "management read of partition %s failed (%r); retrying via the SDK", partition, error
-                )
-                self.close()
-        properties = self._client.get_partition_properties(partition)
-        return {name: properties[name] for name in PROPERTY_NAMES}
+        def fast() -> dict[str, Any]:
+            value = self._read(partition)
+            return {
+                "beginning_sequence_number": value[b"begin_sequence_number"],
+                "last_enqueued_sequence_number": value[b"last_enqueued_sequence_number"],
+                "is_empty": value[b"is_partition_empty"],
+            }
+
+        def sdk() -> dict[str, Any]:
+            properties = self._client.get_partition_properties(partition)
+            return {name: properties[name] for name in PROPERTY_NAMES}
+
+        return self._fast_or_sdk(fast, sdk, f"partition {partition}")
 
     def last_sequence_numbers(self, partitions: list[str]) -> dict[str, int]:
         return {p: self.partition_properties(p)["last_enqueued_sequence_number"] for p in partitions}
 
-    def _read(self, partition: str) -> dict[str, Any]:
+    def _fast_or_sdk(self, fast: Callable[[], T], sdk: Callable[[], T], what: str) -> T:
+        if self._fast:
+            try:
+                return fast()
+            except (AttributeError, ImportError, TypeError, KeyError) as error:
+                logger.warning("fast management reads unavailable (%r); using the SDK's calls", error)
+                self._fast = False
+                self.close()
+            except Exception as error:  # the link broke or the service refused: reconnect next time
+                logger.info("management read of %s failed (%r); retrying via the SDK", what, error)
+                self.close()
+        return sdk()
+
+    def _read(self, partition: str | None) -> Any:
+        """A READ of the hub (``partition`` None) or of one partition; the response's value map."""
         from azure.eventhub._constants import (
+            MGMT_OPERATION,
             MGMT_PARTITION_OPERATION,
             MGMT_STATUS_CODE,
             MGMT_STATUS_DESC,
@@ -78,27 +99,23 @@ class HubManagement:
             while not mgmt.client_ready():
                 if time.monotonic() > deadline:
                     raise TimeoutError("the management connection did not open")
-                time.sleep(0.05)
-        message = transport.build_message(
-            application_properties={"name": client.eventhub_name, "partition": partition}
-        )
+                time.sleep(0.01)  # the SDK's own loops poll every 50 ms: seconds over a handshake
+        properties = {"name": client.eventhub_name}
+        if partition is not None:
+            properties["partition"] = partition
+        message = transport.build_message(application_properties=properties)
         message.application_properties["security_token"] = transport.get_updated_token(self._auth)
         status, description, response = transport.mgmt_client_request(
             self._mgmt,
             message,
             operation=READ_OPERATION,
-            operation_type=MGMT_PARTITION_OPERATION,
+            operation_type=MGMT_OPERATION if partition is None else MGMT_PARTITION_OPERATION,
             status_code_field=MGMT_STATUS_CODE,
             description_fields=MGMT_STATUS_DESC,
         )
         if int(status) >= 400:
             raise RuntimeError(f"status {status}: {description!r}")
-        value = response.value
-        return {
-            "beginning_sequence_number": value[b"begin_sequence_number"],
-            "last_enqueued_sequence_number": value[b"last_enqueued_sequence_number"],
-            "is_empty": value[b"is_partition_empty"],
-        }
+        return response.value
 
     def close(self) -> None:
         mgmt, self._mgmt = self._mgmt, None

@@ -81,6 +81,22 @@ class Event:
             property_types=dict(row["property_types"] or {}),
         )
 
+    def as_row(self) -> tuple[Any, ...]:
+        """The row of :data:`SCHEMA` (what :meth:`from_row` reads back)."""
+        return (
+            self.body,
+            self.source,
+            self.partition,
+            self.partition_count,
+            self.sequence_number,
+            self.offset,
+            self.enqueued_time,
+            self.partition_key,
+            self.properties,
+            self.system_properties,
+            self.property_types,
+        )
+
     @property
     def identity(self) -> str:
         """Stable across replays: the dedupe key at an Event Hubs target and the row key of projections."""

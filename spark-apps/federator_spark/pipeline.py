@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 from pyspark.sql import SparkSession
@@ -83,12 +84,16 @@ def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = Fals
         if resume is not None and source_format == "eventhubs":
             # Spark asks for a start position only when the member's checkpoint has none.
             options.update(startPosition="enqueuedTime", startEnqueuedTime=resume)
+    writer_options = {"taskConfig": config.to_json(), "checkpointLocation": config.query_checkpoint_location}
+    if source_format == "eventhubs":
+        # Read in slices: the write tasks receive the events themselves (sources/eventhubs_slices.py).
+        source_format = "federator-replication"
+        writer_options["sliceSource"] = json.dumps(options)
     reader = spark.readStream.format(source_format).options(**options).load()
     writer = (
         reader.writeStream.format("federator-replication")
         .queryName(f"{config.namespace}.{config.name}")
-        .option("taskConfig", config.to_json())
-        .option("checkpointLocation", config.query_checkpoint_location)
+        .options(**writer_options)
     )
     if available_now:
         writer = writer.trigger(availableNow=True)

@@ -46,7 +46,8 @@ def publish(emulator: RunningEmulator, count: int, first: int = 0) -> None:
 
 
 def sequences(stream: PartitionStream, after: int, until: int) -> list[int]:
-    return [e.sequence_number for events in stream.read_range(after, until, timeout=10) for e in events]
+    batches = stream.read_range(after, until, timeout=10)
+    return [eventhubs_streams.sequence_number(message) for messages in batches for message in messages]
 
 
 def test_a_range_read_stops_at_its_end_and_the_next_range_continues_from_the_kept_events(hub) -> None:

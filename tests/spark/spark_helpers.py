@@ -39,7 +39,7 @@ def _dest(event: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def read_all(connection_string: str, hub: str) -> dict[str, list[Any]]:
-    """Every event of every partition, in sequence order."""
+    """Every event of every partition, in sequence order, as the SDK's ``EventData`` a consumer gets."""
     from federator_spark.connections import Connection
     from federator_spark.sources.eventhubs import receive
 
@@ -65,7 +65,8 @@ def read_all(connection_string: str, hub: str) -> dict[str, list[Any]]:
             timeout=20,
             expected=last[partition] + 1,
         ):
-            found[partition].extend(events)
+            # The app's receiver hands over the SDK's decoded messages; a consumer would see EventData.
+            found[partition].extend(EventData._from_message(message) for message in events)
             if found[partition] and found[partition][-1].sequence_number >= last[partition]:
                 break
     return found

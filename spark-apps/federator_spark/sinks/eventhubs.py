@@ -7,8 +7,8 @@ are sent with their partition key (the service hashes it, so a stream stays toge
 events go to partition ``i mod n``, which keeps each source partition's keyless events in order.
 Events for one destination are sent in arrival order, one batch after the other.
 
-A producer client (its connection, and a link per partition it sent to) takes the Python SDK
-0.5-1 s to open, so each Python worker keeps one per target event hub for its next tasks.
+Events are encoded once, by ``sinks/amqp_encoding.py``; the producer clients, kept by each Python
+worker and opened ahead of the first send, come from ``sinks/eventhubs_producers.py``.
 """
 
 from __future__ import annotations
@@ -17,24 +17,20 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from federator_spark.eventhubs_management import HubManagement
 from federator_spark.events import Event
 from federator_spark.plan import TargetPlan
-from federator_spark.property_types import PropertyValue, for_amqp
+from federator_spark.property_types import PropertyValue
 from federator_spark.retry import with_retries
-from federator_spark.sources.eventhubs import receive
+from federator_spark.sinks.amqp_encoding import PROPERTY_FIELDS, append, encode_event
+from federator_spark.sinks.eventhubs_producers import prepare
+from federator_spark.sources.eventhubs import receive, sequence_number
 
 logger = logging.getLogger(__name__)
 
-_PARTITION_KEY = b"x-opt-partition-key"
-_SYSTEM_PROPERTIES = ("message_id", "content_type", "correlation_id")
 _FLUSH_EVENTS = 500  # per destination; bounds memory and keeps batches near the 1 MB limit
 _SCAN_TIMEOUT_SECONDS = 30.0
 
 Destination = tuple[str, str]  # ("partition", id) or ("key", partition key)
-
-_producers: dict[tuple[str, str], tuple[Any, HubManagement]] = {}  # kept by this Python worker
-
 
 def _transient() -> tuple[type[BaseException], ...]:
     from azure.eventhub.exceptions import ConnectionLostError, OperationTimeoutError
@@ -42,39 +38,22 @@ def _transient() -> tuple[type[BaseException], ...]:
     return (ConnectionLostError, OperationTimeoutError)
 
 
-def _producer(target: TargetPlan) -> tuple[Any, HubManagement]:
-    """This worker's producer client for ``target`` and management reads through it."""
-    from federator_spark.connections import eventhub_producer
-
-    key = (target.connection.to_option(), target.entity)
-    if key not in _producers:
-        client = eventhub_producer(target.connection, target.entity)
-        _producers[key] = (client, HubManagement(client))
-    return _producers[key]
-
-
 class EventHubPublisher:
     def __init__(self, target: TargetPlan) -> None:
         self.target = target
-        self._client, management = _producer(target)
-        self.partition_ids = management.partition_ids()
-        self._pending: dict[Destination, list[Any]] = {}
+        self._producer = prepare(target)
+        self._client = self._producer.client
+        self.partition_ids = self._producer.partition_ids()
+        self._pending: dict[Destination, list[bytes]] = {}
 
     def add(self, event: Event, properties: Mapping[str, PropertyValue]) -> None:
-        from azure.eventhub import EventData
-
-        data = EventData(event.body)
-        data.properties = for_amqp(properties)
         system = event.system_properties
-        if system:  # each setter builds the AMQP properties section: set only what is there
-            for name in _SYSTEM_PROPERTIES:
-                if name in system:
-                    setattr(data, name, system[name])
+        if system:
+            system = {name: system[name] for name in PROPERTY_FIELDS if name in system}
         destination = self._destination(event)
-        if destination[0] == "partition" and event.partition_key is not None:
-            data.raw_amqp_message.annotations[_PARTITION_KEY] = event.partition_key
         pending = self._pending.setdefault(destination, [])
-        pending.append(data)
+        # The key travels with every event, also to a fixed partition: consumers and the next hop read it.
+        pending.append(encode_event(event.body, properties, system, event.partition_key))
         if len(pending) >= _FLUSH_EVENTS:
             self._send(destination)
 
@@ -91,17 +70,17 @@ class EventHubPublisher:
             self._send(destination)
 
     def _send(self, destination: Destination) -> None:
+        self._producer.ready()
         events = self._pending.pop(destination, [])
         kind, value = destination
         options = {"partition_id": value} if kind == "partition" else {"partition_key": value}
         batch = self._client.create_batch(**options)
-        for data in events:
-            try:
-                batch.add(data)
-            except ValueError:  # the batch is full: send it and start the next one
+        for encoded in events:
+            while not append(batch, encoded):  # the batch is full: send it and start the next one
+                if not len(batch):
+                    raise ValueError(f"an event of {len(encoded)} bytes exceeds the batch size limit")
                 self._send_batch(batch)
                 batch = self._client.create_batch(**options)
-                batch.add(data)
         if len(batch):
             self._send_batch(batch)
 
@@ -115,8 +94,8 @@ class EventHubPublisher:
 
 def tails(target: TargetPlan) -> dict[str, int]:
     """The last sequence number of each partition of the target event hub."""
-    _client, management = _producer(target)
-    return management.last_sequence_numbers(management.partition_ids())
+    producer = prepare(target)
+    return producer.management.last_sequence_numbers(producer.partition_ids())
 
 
 def published_sequences(
@@ -144,12 +123,12 @@ def published_sequences(
             timeout=_SCAN_TIMEOUT_SECONDS,
             expected=last - start,
         ):
-            for data in events:
-                identity = (data.properties or {}).get(key)
+            for message in events:
+                identity = (message.application_properties or {}).get(key)
                 text = identity.decode() if isinstance(identity, bytes) else identity
                 if text and text.startswith(prefix):
                     found.add(int(text[len(prefix) :]))
-            if events and events[-1].sequence_number >= last:
+            if events and sequence_number(events[-1]) >= last:
                 break
     logger.info(
         "target %s: %d events of source partition %s already published",

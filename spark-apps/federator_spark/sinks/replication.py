@@ -28,6 +28,7 @@ from federator_spark.events import Event, EventMessage
 from federator_spark.plan import DEAD_LETTER, DEAD_LETTER_REASON_PROPERTY, TargetPlan, WritePlan
 from federator_spark.property_types import still_tagged, typed
 from federator_spark.provenance import forwarded_properties, is_loop
+from federator_spark.sources.eventhubs_slices import EventHubsSliceReader
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,16 @@ def _publisher(target: TargetPlan, plan: WritePlan) -> Any:
     from federator_spark.sinks.servicebus import ServiceBusPublisher
 
     return ServiceBusPublisher(target)
+
+
+def _open_ahead(plan: WritePlan) -> None:
+    """Start opening the Event Hubs targets' clients (seconds with the SDK) while the source opens."""
+    hubs = [target for target in plan.targets.values() if target.kind == "eventHub"]
+    if hubs:
+        from federator_spark.sinks.eventhubs_producers import prepare
+
+        for target in hubs:
+            prepare(target)
 
 
 class _Task:
@@ -152,8 +163,17 @@ class _Task:
 
 
 class ReplicationWriter(DataSourceStreamWriter):
-    def __init__(self, plan: WritePlan) -> None:
+    """Writes rows of events (:data:`~federator_spark.events.SCHEMA`), or, given ``slices``, rows of
+    slices whose events it reads itself (:mod:`federator_spark.sources.eventhubs_slices`)."""
+
+    def __init__(self, plan: WritePlan, slices: EventHubsSliceReader | None = None) -> None:
         self.plan = plan
+        self.slices = slices
+
+    def events(self, rows: Iterator[Any]) -> Iterator[Event]:
+        if self.slices is not None:
+            return self.slices.events(rows)
+        return (Event.from_row(row) for row in rows)
 
     # ------------------------------------------------------------------------------------ executor side
 
@@ -169,12 +189,12 @@ class ReplicationWriter(DataSourceStreamWriter):
             report.batch_already_committed = True
             logger.info("batch %d already committed, skipping its replay", batch_id)
             return report
+        _open_ahead(self.plan)
         task: _Task | None = None
         scope: TaskScope | None = None
         follower: following.Follower | None = None
         try:
-            for row in iterator:
-                event = Event.from_row(row)
+            for event in self.events(iterator):
                 if task is None:  # the first event names the source partition
                     report.source_partition = event.partition
                     scope = TaskScope(event.partition, batch_id, self.plan.state_dir)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -24,16 +24,22 @@ from pyspark.sql.streaming.datasource import (
 from federator_spark import property_types
 from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement
+from federator_spark.events import Event
 from federator_spark.property_types import as_text
 from federator_spark.sources import eventhubs_streams
-from federator_spark.sources.eventhubs_streams import receive
+from federator_spark.sources.eventhubs_streams import receive, sequence_number
 
-__all__ = ["EventHubsStreamReader", "HubPartition", "cap", "receive"]
+__all__ = ["EventHubsStreamReader", "HubPartition", "cap", "receive", "sequence_number", "to_event"]
 
 logger = logging.getLogger(__name__)
 
 Offsets = dict[str, int]
 START_POSITIONS = ("earliest", "latest", "enqueuedTime")
+_SEQUENCE_NUMBER = b"x-opt-sequence-number"
+_OFFSET = b"x-opt-offset"
+_ENQUEUED_TIME = b"x-opt-enqueued-time"
+_PARTITION_KEY = b"x-opt-partition-key"
+_NEVER = datetime.fromtimestamp(0, UTC)  # an event without an enqueued time (not from Event Hubs)
 # AMQP message properties that travel in the row's system_properties.
 _SYSTEM_PROPERTIES = ("message_id", "content_type", "correlation_id", "subject", "to", "reply_to")
 
@@ -127,7 +133,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             timeout=self.receive_timeout,
             expected=1,
         ):
-            return events[0].sequence_number - 1 if events else last
+            return sequence_number(events[0]) - 1 if events else last
         return last
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -159,6 +165,11 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, HubPartition)
+        for event in self.read_events(partition):
+            yield event.as_row()
+
+    def read_events(self, partition: HubPartition) -> Iterator[Event]:
+        """The events of ``partition``'s range, in sequence order (what :meth:`read` turns into rows)."""
         source = f"{self.connection.host}/{self.event_hub}"
         stream = eventhubs_streams.take(
             self.connection, self.event_hub, self.consumer_group, partition.partition_id, partition.start
@@ -167,7 +178,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         try:
             for events in stream.read_range(partition.start, partition.end, self.receive_timeout):
                 for event in events:
-                    yield _row(event, source, partition)
+                    yield to_event(event, source, partition.partition_id, partition.partition_count)
             finished = True
         finally:
             # A stream read to the end continues with this worker's next task on the partition.
@@ -196,27 +207,40 @@ def cap(start: Offsets, ends: Offsets, max_rows: int) -> Offsets:
     return {p: start.get(p, -1) + granted[p] for p in ends}
 
 
-def _row(event: Any, source: str, partition: HubPartition) -> tuple[Any, ...]:
-    properties, types = property_types.read(event.properties)
+def to_event(message: Any, source: str, partition: str, partition_count: int) -> Event:
+    """A received AMQP message (the SDK's decoded ``Message``) as the app's :class:`Event`; reads what
+    ``EventData``'s accessors would, straight from the sections."""
+    annotations = message.message_annotations
+    properties, types = property_types.read(message.application_properties)
     system: dict[str, str] = {}
-    amqp_properties = event.raw_amqp_message.properties
-    if amqp_properties is not None:  # read once: each EventData accessor re-checks the section
+    amqp_properties = message.properties
+    if amqp_properties is not None:
         for name in _SYSTEM_PROPERTIES:
             value = getattr(amqp_properties, name, None)
             if value is not None:
                 system[name] = as_text(value)
-    key = event.partition_key
-    body = event.body
-    return (
-        body if isinstance(body, bytes) else b"".join(body),
+    key = annotations.get(_PARTITION_KEY)
+    enqueued = annotations.get(_ENQUEUED_TIME)
+    return Event(
+        _body(message),
         source,
-        partition.partition_id,
-        partition.partition_count,
-        event.sequence_number,
-        str(event.offset),
-        event.enqueued_time,
+        partition,
+        partition_count,
+        int(annotations[_SEQUENCE_NUMBER]),
+        as_text(annotations.get(_OFFSET)),
+        datetime.fromtimestamp(enqueued / 1000, UTC) if enqueued is not None else _NEVER,
         as_text(key) if key is not None else None,
         properties,
         system,
         types,
     )
+
+
+def _body(message: Any) -> bytes:
+    """The data sections joined; an AMQP value body (rare on Event Hubs) as its text."""
+    if message.data:
+        return b"".join(message.data)
+    value = message.value
+    if isinstance(value, bytes):
+        return value
+    return as_text(value).encode() if value is not None else b""

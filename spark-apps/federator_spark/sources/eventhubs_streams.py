@@ -1,8 +1,14 @@
 """Receiving from event hub partitions: one-off reads, and the open receivers Spark read tasks reuse.
 
-The synchronous SDK only receives inside ``receive_batch``, which returns when the client is closed,
-so a :class:`PartitionStream` runs it on a thread and hands the events over a bounded queue (the
-bound stops the receiver when nobody reads: an idle stream holds a few batches, not the backlog).
+A :class:`PartitionStream` drives one SDK partition consumer (``EventHubConsumer``, the link the SDK's
+``receive_batch`` uses) on a thread of its own and hands the received AMQP messages over a bounded
+queue (the bound stops the receiver when nobody reads: an idle stream holds a few batches, not the
+backlog). It hands over the SDK's decoded messages, not ``EventData``: wrapping each in ``EventData``
+and reading it back through its accessors cost a third of the receive CPU, and the app turns a
+message into its own :class:`~federator_spark.events.Event` anyway (``sources/eventhubs.py``). It does
+not run the SDK's ``EventProcessor`` either (load balancing and checkpoint stores are Spark's business
+here); a broken link is reopened from the last sequence number received, a few times, before the
+stream reports the error.
 
 Opening a receiver costs 0.5-1.5 s with the Python SDK (its handshake sleeps 50 ms per frame),
 longer than a whole micro-batch should take, so a Python worker keeps its streams open between
@@ -10,9 +16,7 @@ tasks (:func:`take` / :func:`keep`). Spark gives a partition's next task to any 
 kept stream may be behind the position asked for: it skips forward when the gap is small (those
 events are mostly buffered already), and is reopened otherwise. A stream unused for
 ``_IDLE_CLOSE_SECONDS`` is closed, so a partition has at most one receiver per Python worker that
-read it recently (Event Hubs allows 5 per partition and consumer group). The price: every such
-receiver decodes the partition's events (~40-60 us each), so with local[2]'s four workers a steady
-stream is received about four times over.
+read it recently (Event Hubs allows 5 per partition and consumer group).
 """
 
 from __future__ import annotations
@@ -29,19 +33,30 @@ from federator_spark.connections import Connection, eventhub_consumer
 
 logger = logging.getLogger(__name__)
 
-# The SDK reads frames until it has ``prefetch`` events or the socket stays silent for
-# ``socket_timeout``, and only then hands events over: with its defaults (300, 0.2 s) a partition
-# receiving ~30 events/s can hold them back for seconds. 50 and 0.05 s bound that to ~0.6 s at worst
-# (Poisson arrivals at ~80/s) and 0.2 s at 250 events/s, at ~15k events/s per receiver.
-_PREFETCH = 50
+# The SDK's receive grants ``prefetch`` messages of link credit and grants more only once all have
+# arrived: the broker idles for a round trip every ``prefetch`` messages. The stream tops the credit
+# up when half is used, so a backlog streams without pause. Received messages are handed over after
+# every ``_FRAMES_PER_READ`` frames or ``_SOCKET_TIMEOUT_SECONDS`` of silence, whichever comes first:
+# at 250 events/s a partition's events wait at most 0.2 s in the receiver.
+_PREFETCH = 300
+_FRAMES_PER_READ = 50
 _SOCKET_TIMEOUT_SECONDS = 0.05
-_QUEUED_BATCHES = 20  # hand-overs (of up to _PREFETCH events) held while nobody reads
+_QUEUED_BATCHES = 20  # hand-overs (of up to _FRAMES_PER_READ messages) held while nobody reads
 _IDLE_WAIT_SECONDS = 1.0  # how long a one-off read waits before reporting "nothing new"
 _MAX_SKIP = 5_000  # a kept stream further behind than this is reopened rather than read forward
 _IDLE_CLOSE_SECONDS = 30.0
 _REAP_EVERY_SECONDS = 5.0
+_RECONNECTS = 3  # consecutive reopenings of a broken link before the stream reports the error
+_RECONNECT_DELAY_SECONDS = 0.5  # doubled at each consecutive one
+
+_SEQUENCE_NUMBER = b"x-opt-sequence-number"
 
 StreamKey = tuple[str, str, str, str]  # connection option, event hub, consumer group, partition
+
+
+def sequence_number(message: Any) -> int:
+    """The sequence number of a received message (an SDK ``Message``)."""
+    return int(message.message_annotations[_SEQUENCE_NUMBER])
 
 
 class PartitionStream:
@@ -60,41 +75,72 @@ class PartitionStream:
         prefetch: int = _PREFETCH,
     ) -> None:
         self.key: StreamKey = (connection.to_option(), event_hub, consumer_group, partition)
-        # The sequence number of the last event handed out (None: unknown until the first).
+        # The sequence number of the last message handed out (None: unknown until the first).
         self.position = position if isinstance(position, int) else None
         self.last_used = time.monotonic()
         self.broken = False  # the receiver reported an error: nothing after it is handed out
         self._pending: list[Any] = []  # received, not yet handed out
         self._queue: queue.Queue[list[Any] | BaseException] = queue.Queue(_QUEUED_BATCHES)
         self._closed = threading.Event()
-        self._close_lock = threading.Lock()
+        self._prefetch = prefetch
         self._client = eventhub_consumer(connection, event_hub, consumer_group)
         # What the client's public ``socket_timeout`` keyword sets; ``eventhub_consumer`` takes no
         # client options, so it is set before the first receive creates the connection.
         self._client._config.socket_timeout = _SOCKET_TIMEOUT_SECONDS
         self._thread = threading.Thread(
-            target=self._client.receive_batch,
-            kwargs={
-                "on_event_batch": lambda _context, events: self._hand_over(events),
-                "on_error": lambda _context, error: self._hand_over(error),
-                "partition_id": partition,
-                "starting_position": position if position is not None else "-1",
-                "starting_position_inclusive": inclusive,
-                "max_batch_size": prefetch,
-                "prefetch": prefetch,
-                # No max_wait_time: the SDK then hands events over as soon as any arrived.
-            },
+            target=self._receive,
+            args=(consumer_group, partition, position if position is not None else "-1", inclusive),
             daemon=True,
             name=f"eventhubs-receive-{event_hub}-{partition}",
         )
         self._thread.start()
 
+    def _receive(
+        self, consumer_group: str, partition: str, position: int | str | datetime, inclusive: bool
+    ) -> None:
+        """The receiver thread: what ``EventHubConsumer.receive`` does, handing over raw messages."""
+        failures = 0
+        try:
+            while not self._closed.is_set():
+                consumer = self._client._create_consumer(
+                    consumer_group,
+                    partition,
+                    position,
+                    on_event_received=None,
+                    prefetch=self._prefetch,
+                    event_position_inclusive=inclusive,
+                )
+                try:
+                    while not self._closed.is_set():
+                        if consumer._open():
+                            link = consumer._handler._link
+                            if link.current_link_credit <= self._prefetch // 2:
+                                link.flow(link_credit=self._prefetch)
+                            consumer._handler.do_work(batch=min(self._prefetch, _FRAMES_PER_READ))
+                        if consumer._message_buffer:
+                            messages = list(consumer._message_buffer)
+                            consumer._message_buffer.clear()
+                            position, inclusive, failures = sequence_number(messages[-1]), False, 0
+                            self._hand_over(messages)
+                except Exception as error:
+                    if self._closed.is_set():
+                        return
+                    failures += 1
+                    reported = _sdk_error(consumer, error)
+                    if failures > _RECONNECTS:
+                        self._hand_over(reported)
+                        return
+                    logger.info("partition %s: %r; reopening after %s", partition, reported, position)
+                    time.sleep(_RECONNECT_DELAY_SECONDS * 2 ** (failures - 1))
+                finally:
+                    consumer.close()
+        finally:
+            self._client.close()
+
     def _hand_over(self, item: list[Any] | BaseException) -> None:
-        if self.broken:  # after an error the SDK restarts from the first position: not for us
-            return
         if isinstance(item, BaseException):
             self.broken = True
-        # Blocking here while the queue is full is the flow control: the SDK stops granting credit.
+        # Blocking here while the queue is full is the flow control: no receive, no new link credit.
         while not self._closed.is_set():
             try:
                 self._queue.put(item, timeout=0.5)
@@ -114,7 +160,7 @@ class PartitionStream:
             if isinstance(item, BaseException):
                 raise item
             events = item
-        self.position = events[-1].sequence_number
+        self.position = sequence_number(events[-1])
         self.last_used = time.monotonic()
         return events
 
@@ -131,13 +177,13 @@ class PartitionStream:
                     raise TimeoutError(f"partition {self.key[3]}: expected events did not arrive")
                 continue
             idle_since = time.monotonic()
-            if events[-1].sequence_number > until:
-                keep_from = next(i for i, e in enumerate(events) if e.sequence_number > until)
+            if sequence_number(events[-1]) > until:
+                keep_from = next(i for i, e in enumerate(events) if sequence_number(e) > until)
                 events, self._pending = events[:keep_from], events[keep_from:]
                 self.position = until
             wanted = (
-                [e for e in events if e.sequence_number > after]
-                if events[0].sequence_number <= after
+                [e for e in events if sequence_number(e) > after]
+                if sequence_number(events[0]) <= after
                 else events
             )
             if wanted:
@@ -146,15 +192,19 @@ class PartitionStream:
                 return
 
     def close(self, wait: bool = False) -> None:
-        """Ends the receive loop; the SDK closes its socket on its thread, which ``wait`` waits for
-        (~0.8 s)."""
-        with self._close_lock:  # a worker's reaper and its task may both close a stream
-            closing = not self._closed.is_set()
-            self._closed.set()
-        if closing:
-            self._client.close()
+        """Ends the receive loop; the thread then closes the link and the connection, which ``wait``
+        waits for."""
+        self._closed.set()
         if wait:
             self._thread.join(10)
+
+
+def _sdk_error(consumer: Any, error: Exception) -> BaseException:
+    """``error`` as the SDK's own receive would report it (an ``EventHubError``, with the broker's words)."""
+    try:
+        return consumer._handle_exception(error, is_consumer=True)  # type: ignore[no-any-return]
+    except BaseException as raised:  # it raises what is already an EventHubError
+        return raised
 
 
 def receive(
