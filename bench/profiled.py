@@ -21,13 +21,13 @@ from pyspark.sql.datasource import DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
 from federator_spark import datasources, pipeline
-from federator_spark.sinks.replication import ReplicationWriter, TaskReport
+from federator_spark.sinks.replication import ReplicationWriter, TaskReports
 
 _counter = itertools.count()
 
 
 class ProfiledWriter(ReplicationWriter):
-    def write(self, iterator: Iterator[Any]) -> TaskReport:
+    def write(self, iterator: Iterator[Any]) -> TaskReports:
         profiler = cProfile.Profile()
         profiler.enable()
         try:

@@ -73,6 +73,16 @@ def prepare_commit_records(plan: WritePlan) -> None:
         log.write(INITIAL, {"events": {}, "targetTails": record_tails(plan)})
 
 
+def task_slots(spark: SparkSession) -> int:
+    """How many tasks the application runs at once: its executors' cores as configured (in cluster
+    mode executors may still be starting when the query starts), else Spark's default parallelism."""
+    conf = spark.sparkContext.getConf()
+    instances, cores = conf.get("spark.executor.instances"), conf.get("spark.executor.cores")
+    if instances and cores:
+        return int(instances) * int(cores)
+    return spark.sparkContext.defaultParallelism
+
+
 def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = False) -> StreamingQuery:
     """Start the task's query; ``available_now`` processes what is there and stops (tests, catch-up)."""
     register(spark)
@@ -86,8 +96,10 @@ def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = Fals
             options.update(startPosition="enqueuedTime", startEnqueuedTime=resume)
     writer_options = {"taskConfig": config.to_json(), "checkpointLocation": config.query_checkpoint_location}
     if source_format == "eventhubs":
-        # Read in slices: the write tasks receive the events themselves (sources/eventhubs_slices.py).
+        # Read in slices: the write tasks receive the events themselves (sources/eventhubs_slices.py),
+        # in one wave of tasks.
         source_format = "federator-replication"
+        options["sliceTasks"] = str(task_slots(spark))
         writer_options["sliceSource"] = json.dumps(options)
     reader = spark.readStream.format(source_format).options(**options).load()
     writer = (

@@ -75,7 +75,7 @@ def test_poison_and_rejected_events_are_dropped_counted_and_logged_without_their
     ]
 
     with caplog.at_level(logging.WARNING, logger="federator_spark.sinks.replication"):
-        report = writer.write(iter(rows))
+        (report,) = writer.write(iter(rows)).reports  # rows of events: one source partition
 
     assert (report.events_in, report.rejected_dropped, report.unrouted_dropped) == (5, 2, 1)
     assert report.out == {"out": 2} and report.dead_lettered == {}

@@ -11,7 +11,7 @@ from federator_spark.config import parse_task_config
 from federator_spark.events import Event
 from federator_spark.following import Follower, known
 from federator_spark.plan import WritePlan, plan_from_task
-from federator_spark.sinks.replication import ReplicationWriter, TaskReport
+from federator_spark.sinks.replication import ReplicationWriter, TaskReport, TaskReports
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 # Member → its namespace's host, as the source identity names it.
@@ -96,7 +96,7 @@ def admitted(plan: WritePlan, member: str, events: list[Event], batch: int = 0) 
 
 def commit(plan: WritePlan, batch: int, *tasks: Follower) -> None:
     """The driver's commit of a batch whose write tasks used ``tasks``."""
-    reports = [TaskReport(following=task.report()) for task in tasks]
+    reports = [TaskReports([TaskReport(following=task.report())]) for task in tasks]
     ReplicationWriter(plan).commit(list(reports), batch)
 
 

@@ -60,6 +60,13 @@ class TaskReport(WriterCommitMessage):
         return int(self.following["skipped"]) if self.following else 0
 
 
+@dataclass
+class TaskReports(WriterCommitMessage):
+    """What one Spark write task did, per source partition (a task reading slices writes several)."""
+
+    reports: list[TaskReport] = field(default_factory=list)
+
+
 def _publisher(target: TargetPlan, plan: WritePlan) -> Any:
     """A publisher has ``add(event, properties)``, ``flush()`` and ``close()``; imported lazily so an
     executor loads only the SDKs its targets need."""
@@ -170,31 +177,37 @@ class ReplicationWriter(DataSourceStreamWriter):
         self.plan = plan
         self.slices = slices
 
-    def events(self, rows: Iterator[Any]) -> Iterator[Event]:
+    def events_by_partition(self, rows: Iterator[Any]) -> Iterator[Iterator[Event]]:
+        """The task's events, an iterator per source partition, each consumed before the next: rows
+        of events are one partition, rows of slices one partition each."""
         if self.slices is not None:
-            return self.slices.events(rows)
-        return (Event.from_row(row) for row in rows)
+            return self.slices.events_by_partition(rows)
+        return iter([map(Event.from_row, rows)])
 
     # ------------------------------------------------------------------------------------ executor side
 
-    def write(self, iterator: Iterator[Any]) -> TaskReport:
+    def write(self, iterator: Iterator[Any]) -> TaskReports:
         from pyspark import TaskContext
 
         context = TaskContext.get()
         batch_id = int(context.getLocalProperty("streaming.sql.batchId")) if context else 0
-        report = TaskReport()
         log = CommitLog(self.plan.state_dir) if self.plan.state_dir else None
         if self.plan.effectively_once and log is not None and log.exists(batch_id):
             # Every write of this batch succeeded before the crash; Spark just had not logged it.
-            report.batch_already_committed = True
             logger.info("batch %d already committed, skipping its replay", batch_id)
-            return report
+            return TaskReports([TaskReport(batch_already_committed=True)])
         _open_ahead(self.plan)
+        partitions = self.events_by_partition(iterator)
+        return TaskReports([self._write(batch_id, log, events) for events in partitions])
+
+    def _write(self, batch_id: int, log: CommitLog | None, events: Iterator[Event]) -> TaskReport:
+        """Replicate one source partition's events of the batch."""
+        report = TaskReport()
         task: _Task | None = None
         scope: TaskScope | None = None
         follower: following.Follower | None = None
         try:
-            for event in self.events(iterator):
+            for event in events:
                 if task is None:  # the first event names the source partition
                     report.source_partition = event.partition
                     scope = TaskScope(event.partition, batch_id, self.plan.state_dir)
@@ -246,7 +259,7 @@ class ReplicationWriter(DataSourceStreamWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         plan = self.plan
-        reports = [m for m in messages if isinstance(m, TaskReport)]
+        reports = [r for m in messages if isinstance(m, TaskReports) for r in m.reports]
         if plan.state_dir is None:
             self._record_status(batchId, reports)
             return

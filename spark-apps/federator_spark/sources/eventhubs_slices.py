@@ -28,16 +28,51 @@ SLICE_SCHEMA = "partition string, partition_count int, start bigint, end bigint"
 SLICE_COLUMNS = ("partition", "partition_count", "start", "end")
 
 
+class SliceGroup(InputPartition):
+    """The slices one Spark task writes, in partition order."""
+
+    def __init__(self, slices: list[HubPartition]) -> None:
+        super().__init__([(p.partition_id, p.start, p.end) for p in slices])
+        self.slices = slices
+
+
 class EventHubsSliceReader(EventHubsStreamReader):
-    """Options: those of :class:`EventHubsStreamReader`. Its batches are slices, not events."""
+    """Options: those of :class:`EventHubsStreamReader`, and ``sliceTasks``: at most this many Spark
+    tasks per batch (default: a task per partition). A batch's slices are spread over them by size,
+    so a batch of many partitions runs in one wave of tasks when this is the number of task slots:
+    each task costs Spark a few hundred milliseconds however little it does."""
+
+    def __init__(self, options: Any) -> None:
+        super().__init__(options)
+        tasks = options.get("sliceTasks")
+        self.tasks = int(tasks) if tasks else None
+        if self.tasks is not None and self.tasks < 1:
+            raise ValueError("sliceTasks must be at least 1")
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        slices = [p for p in super().partitions(start, end) if isinstance(p, HubPartition)]
+        return [SliceGroup(group) for group in spread(slices, self.tasks or len(slices))]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        assert isinstance(partition, HubPartition)
-        yield (partition.partition_id, partition.partition_count, partition.start, partition.end)
+        assert isinstance(partition, SliceGroup)
+        for part in partition.slices:
+            yield (part.partition_id, part.partition_count, part.start, part.end)
 
-    def events(self, slices: Iterable[Any]) -> Iterator[Event]:
+    def events_by_partition(self, slices: Iterable[Any]) -> Iterator[Iterator[Event]]:
         """The events of each slice row, in order (executor side: the write task calls this)."""
         for row in slices:
-            yield from self.read_events(
+            yield self.read_events(
                 HubPartition(row["partition"], row["partition_count"], row["start"], row["end"])
             )
+
+
+def spread(slices: list[HubPartition], tasks: int) -> list[list[HubPartition]]:
+    """At most ``tasks`` groups of about equal event counts (largest first, each to the lightest
+    group), each in partition order."""
+    groups: list[list[HubPartition]] = [[] for _ in range(min(tasks, len(slices)))]
+    sizes = [0] * len(groups)
+    for part in sorted(slices, key=lambda p: (-(p.end - p.start), int(p.partition_id))):
+        lightest = sizes.index(min(sizes))
+        groups[lightest].append(part)
+        sizes[lightest] += part.end - part.start
+    return [sorted(group, key=lambda p: int(p.partition_id)) for group in groups]

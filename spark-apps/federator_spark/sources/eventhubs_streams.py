@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 # every ``_FRAMES_PER_READ`` frames or ``_SOCKET_TIMEOUT_SECONDS`` of silence, whichever comes first:
 # at 250 events/s a partition's events wait at most 0.2 s in the receiver.
 _PREFETCH = 300
-_FRAMES_PER_READ = 50
+_FRAMES_PER_READ = 16
 _SOCKET_TIMEOUT_SECONDS = 0.05
 _QUEUED_BATCHES = 20  # hand-overs (of up to _FRAMES_PER_READ messages) held while nobody reads
 _IDLE_WAIT_SECONDS = 1.0  # how long a one-off read waits before reporting "nothing new"
