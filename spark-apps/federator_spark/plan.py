@@ -4,6 +4,7 @@ pickled to the executors: targets, routing, editors, pattern metadata and the de
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +37,7 @@ class TargetPlan:
     mode: Literal["history", "compacted"] = "history"  # PostgreSQL log projection only
     set_properties: dict[str, str] = field(default_factory=dict)  # stamped on every event written here
 
-    @property
+    @cached_property  # read for every event: the host comes out of a connection string
     def identity(self) -> str:
         """Names the entity in loop-prevention markers."""
         if self.kind == "postgres":

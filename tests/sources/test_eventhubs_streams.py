@@ -4,6 +4,7 @@ when it can get there by reading forward."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -126,3 +127,32 @@ def test_a_kept_stream_left_idle_is_closed_and_the_next_task_opens_a_new_one(hub
     finally:
         later.close(wait=True)
         first.close(wait=True)  # returns once the reaper's close has finished too
+
+
+def test_a_connection_lost_mid_stream_is_reopened_after_the_last_event_received(hub) -> None:
+    connection, emulator = hub
+    publish(emulator, 20)
+    stream = PartitionStream(connection, "hub", "$Default", "0", -1)
+    try:
+        assert sequences(stream, -1, 9) == list(range(10))
+        broken = stream._consumer
+        broken._handler._connection._transport.sock.shutdown(socket.SHUT_RDWR)
+        publish(emulator, 20, first=20)
+
+        assert sequences(stream, 9, 39) == list(range(10, 40))  # no gap, no repeat
+        assert stream._consumer is not broken and not stream.broken
+    finally:
+        stream.close(wait=True)
+
+
+def test_a_stream_reports_the_error_once_reopening_keeps_failing(hub, monkeypatch) -> None:
+    connection, _emulator = hub
+    monkeypatch.setattr(eventhubs_streams, "_RECONNECT_DELAY_SECONDS", 0.01)
+    stream = PartitionStream(connection, "no-such-hub", "$Default", "0", -1)
+    try:
+        with pytest.raises(Exception, match="could not be found"):
+            for _ in stream.read_range(-1, 5, timeout=30):
+                pass
+        assert stream.broken
+    finally:
+        stream.close(wait=True)

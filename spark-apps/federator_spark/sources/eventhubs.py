@@ -168,12 +168,19 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         for event in self.read_events(partition):
             yield event.as_row()
 
-    def read_events(self, partition: HubPartition) -> Iterator[Event]:
-        """The events of ``partition``'s range, in sequence order (what :meth:`read` turns into rows)."""
-        source = f"{self.connection.host}/{self.event_hub}"
-        stream = eventhubs_streams.take(
+    def stream(self, partition: HubPartition) -> eventhubs_streams.PartitionStream:
+        """A receiver positioned for ``partition``'s range: this worker's kept one, or a new one."""
+        return eventhubs_streams.take(
             self.connection, self.event_hub, self.consumer_group, partition.partition_id, partition.start
         )
+
+    def read_events(
+        self, partition: HubPartition, stream: eventhubs_streams.PartitionStream | None = None
+    ) -> Iterator[Event]:
+        """The events of ``partition``'s range, in sequence order (what :meth:`read` turns into rows),
+        from ``stream`` if given (see :meth:`stream`)."""
+        source = f"{self.connection.host}/{self.event_hub}"
+        stream = stream or self.stream(partition)
         finished = False
         try:
             for events in stream.read_range(partition.start, partition.end, self.receive_timeout):

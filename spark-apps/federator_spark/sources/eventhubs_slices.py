@@ -22,6 +22,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from federator_spark.events import Event
+from federator_spark.sources import eventhubs_streams
 from federator_spark.sources.eventhubs import EventHubsStreamReader, HubPartition
 
 SLICE_SCHEMA = "partition string, partition_count int, start bigint, end bigint"
@@ -59,11 +60,18 @@ class EventHubsSliceReader(EventHubsStreamReader):
             yield (part.partition_id, part.partition_count, part.start, part.end)
 
     def events_by_partition(self, slices: Iterable[Any]) -> Iterator[Iterator[Event]]:
-        """The events of each slice row, in order (executor side: the write task calls this)."""
-        for row in slices:
-            yield self.read_events(
-                HubPartition(row["partition"], row["partition_count"], row["start"], row["end"])
-            )
+        """The events of each slice row, in order (executor side: the write task calls this). Every
+        slice's receiver starts at once, so the later ones have events waiting when their turn comes."""
+        parts = [HubPartition(r["partition"], r["partition_count"], r["start"], r["end"]) for r in slices]
+        streams = [self.stream(part) for part in parts]
+        handed_out = 0
+        try:
+            for part, stream in zip(parts, streams, strict=True):
+                handed_out += 1
+                yield self.read_events(part, stream)
+        finally:  # the task stopped early: receivers it never read stay this worker's, for later tasks
+            for stream in streams[handed_out:]:
+                eventhubs_streams.keep(stream)
 
 
 def spread(slices: list[HubPartition], tasks: int) -> list[list[HubPartition]]:

@@ -83,6 +83,7 @@ class PartitionStream:
         self._queue: queue.Queue[list[Any] | BaseException] = queue.Queue(_QUEUED_BATCHES)
         self._closed = threading.Event()
         self._prefetch = prefetch
+        self._consumer: Any = None  # the SDK partition consumer the thread drives now
         self._client = eventhub_consumer(connection, event_hub, consumer_group)
         # What the client's public ``socket_timeout`` keyword sets; ``eventhub_consumer`` takes no
         # client options, so it is set before the first receive creates the connection.
@@ -102,7 +103,7 @@ class PartitionStream:
         failures = 0
         try:
             while not self._closed.is_set():
-                consumer = self._client._create_consumer(
+                consumer = self._consumer = self._client._create_consumer(
                     consumer_group,
                     partition,
                     position,
@@ -110,9 +111,11 @@ class PartitionStream:
                     prefetch=self._prefetch,
                     event_position_inclusive=inclusive,
                 )
+                transport = None  # its socket: see _close
                 try:
                     while not self._closed.is_set():
                         if consumer._open():
+                            transport = transport or consumer._handler._connection._transport
                             link = consumer._handler._link
                             if link.current_link_credit <= self._prefetch // 2:
                                 link.flow(link_credit=self._prefetch)
@@ -133,7 +136,7 @@ class PartitionStream:
                     logger.info("partition %s: %r; reopening after %s", partition, reported, position)
                     time.sleep(_RECONNECT_DELAY_SECONDS * 2 ** (failures - 1))
                 finally:
-                    consumer.close()
+                    _close(consumer, transport)
         finally:
             self._client.close()
 
@@ -197,6 +200,14 @@ class PartitionStream:
         self._closed.set()
         if wait:
             self._thread.join(10)
+
+
+def _close(consumer: Any, transport: Any) -> None:
+    """Close an SDK partition consumer and the transport (socket) of its connection: once a read
+    fails, the SDK marks the connection ended and drops it without closing the socket."""
+    consumer.close()
+    if transport is not None:
+        transport.close()
 
 
 def _sdk_error(consumer: Any, error: Exception) -> BaseException:
