@@ -32,6 +32,7 @@ _SCAN_TIMEOUT_SECONDS = 30.0
 
 Destination = tuple[str, str]  # ("partition", id) or ("key", partition key)
 
+
 def _transient() -> tuple[type[BaseException], ...]:
     from azure.eventhub.exceptions import ConnectionLostError, OperationTimeoutError
 

@@ -35,7 +35,6 @@ logger = logging.getLogger(__name__)
 
 Offsets = dict[str, int]
 START_POSITIONS = ("earliest", "latest", "enqueuedTime")
-_SEQUENCE_NUMBER = b"x-opt-sequence-number"
 _OFFSET = b"x-opt-offset"
 _ENQUEUED_TIME = b"x-opt-enqueued-time"
 _PARTITION_KEY = b"x-opt-partition-key"
@@ -233,7 +232,7 @@ def to_event(message: Any, source: str, partition: str, partition_count: int) ->
         source,
         partition,
         partition_count,
-        int(annotations[_SEQUENCE_NUMBER]),
+        sequence_number(message),
         as_text(annotations.get(_OFFSET)),
         datetime.fromtimestamp(enqueued / 1000, UTC) if enqueued is not None else _NEVER,
         as_text(key) if key is not None else None,

@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 # arrived: the broker idles for a round trip every ``prefetch`` messages. The stream tops the credit
 # up when half is used, so a backlog streams without pause. Received messages are handed over after
 # every ``_FRAMES_PER_READ`` frames or ``_SOCKET_TIMEOUT_SECONDS`` of silence, whichever comes first:
-# at 250 events/s a partition's events wait at most 0.2 s in the receiver.
+# at 250 events/s a partition's events wait at most 64 ms in the receiver.
 _PREFETCH = 300
 _FRAMES_PER_READ = 16
 _SOCKET_TIMEOUT_SECONDS = 0.05
