@@ -2,8 +2,8 @@
 
 A :class:`PartitionStream` drives one SDK partition consumer (``EventHubConsumer``, the link the SDK's
 ``receive_batch`` uses) on a thread of its own and hands the received AMQP messages over a bounded
-queue (the bound stops the receiver when nobody reads: an idle stream holds a few batches, not the
-backlog). It hands over the SDK's decoded messages, not ``EventData``: wrapping each in ``EventData``
+buffer (the bound stops the receiver when nobody reads: an idle stream holds a few thousand events,
+not the backlog). It hands over the SDK's decoded messages, not ``EventData``: wrapping each in ``EventData``
 and reading it back through its accessors cost a third of the receive CPU, and the app turns a
 message into its own :class:`~federator_spark.events.Event` anyway (``sources/eventhubs.py``). It does
 not run the SDK's ``EventProcessor`` either (load balancing and checkpoint stores are Spark's business
@@ -22,14 +22,15 @@ read it recently (Event Hubs allows 5 per partition and consumer group).
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from federator_spark.connections import Connection, eventhub_consumer
+from federator_spark.sources import eventhubs_frames
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,12 @@ logger = logging.getLogger(__name__)
 _PREFETCH = 300
 _FRAMES_PER_READ = 16
 _SOCKET_TIMEOUT_SECONDS = 0.05
-_QUEUED_BATCHES = 20  # hand-overs (of up to _FRAMES_PER_READ messages) held while nobody reads
+# What a stream holds received while nobody reads. Spark gives a partition's next task to whichever
+# Python worker is idle longest, so a worker's stream often comes back to use several batches later:
+# it must still hold those events then (reading them again from the broker costs more than keeping
+# them), and the bound stops the receiver before it holds the whole backlog.
+_BUFFERED_EVENTS = 4096
+_BUFFERED_BYTES = 8 * 1024 * 1024  # event bodies; the bound for large events
 _IDLE_WAIT_SECONDS = 1.0  # how long a one-off read waits before reporting "nothing new"
 _MAX_SKIP = 5_000  # a kept stream further behind than this is reopened rather than read forward
 _IDLE_CLOSE_SECONDS = 30.0
@@ -80,7 +86,7 @@ class PartitionStream:
         self.last_used = time.monotonic()
         self.broken = False  # the receiver reported an error: nothing after it is handed out
         self._pending: list[Any] = []  # received, not yet handed out
-        self._queue: queue.Queue[list[Any] | BaseException] = queue.Queue(_QUEUED_BATCHES)
+        self._buffer = _HandOvers()
         self._closed = threading.Event()
         self._prefetch = prefetch
         self._consumer: Any = None  # the SDK partition consumer the thread drives now
@@ -115,7 +121,9 @@ class PartitionStream:
                 try:
                     while not self._closed.is_set():
                         if consumer._open():
-                            transport = transport or consumer._handler._connection._transport
+                            if transport is None:
+                                transport = consumer._handler._connection._transport
+                                eventhubs_frames.install(transport)
                             link = consumer._handler._link
                             if link.current_link_credit <= self._prefetch // 2:
                                 link.flow(link_credit=self._prefetch)
@@ -143,22 +151,16 @@ class PartitionStream:
     def _hand_over(self, item: list[Any] | BaseException) -> None:
         if isinstance(item, BaseException):
             self.broken = True
-        # Blocking here while the queue is full is the flow control: no receive, no new link credit.
-        while not self._closed.is_set():
-            try:
-                self._queue.put(item, timeout=0.5)
-                return
-            except queue.Full:
-                continue
+        # Blocking here while the buffer is full is the flow control: no receive, no new link credit.
+        self._buffer.put(item, self._closed)
 
     def next_events(self, wait: float) -> list[Any]:
         """The next events in order, waiting up to ``wait`` seconds for some ([] if none came)."""
         if self._pending:
             events, self._pending = self._pending, []
         else:
-            try:
-                item = self._queue.get(timeout=wait)
-            except queue.Empty:
+            item = self._buffer.get(wait)
+            if item is None:
                 return []
             if isinstance(item, BaseException):
                 raise item
@@ -200,6 +202,46 @@ class PartitionStream:
         self._closed.set()
         if wait:
             self._thread.join(10)
+
+
+class _HandOvers:
+    """The receiver thread's hand-overs, oldest first, bounded by :data:`_BUFFERED_EVENTS` and
+    :data:`_BUFFERED_BYTES` (a hand-over is always taken when the buffer is empty, however large)."""
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[list[Any] | BaseException, int, int]] = deque()
+        self._events = 0
+        self._bytes = 0
+        self._changed = threading.Condition()
+
+    def put(self, item: list[Any] | BaseException, closed: threading.Event) -> None:
+        """Wait for room, unless ``closed`` is set (then drop ``item``: nobody will read it)."""
+        events, size = (0, 0) if isinstance(item, BaseException) else (len(item), _body_bytes(item))
+        with self._changed:
+            while self._items and (self._events >= _BUFFERED_EVENTS or self._bytes >= _BUFFERED_BYTES):
+                if closed.is_set():
+                    return
+                self._changed.wait(0.5)
+            self._items.append((item, events, size))
+            self._events += events
+            self._bytes += size
+            self._changed.notify_all()
+
+    def get(self, timeout: float) -> list[Any] | BaseException | None:
+        """The oldest hand-over, waiting up to ``timeout`` seconds for one (None if none came)."""
+        with self._changed:
+            if not self._items and not self._changed.wait_for(lambda: bool(self._items), timeout):
+                return None
+            item, events, size = self._items.popleft()
+            self._events -= events
+            self._bytes -= size
+            self._changed.notify_all()
+            return item
+
+
+def _body_bytes(messages: list[Any]) -> int:
+    """The size of received messages' data sections (what dominates a held message's memory)."""
+    return sum(sum(map(len, m.data)) if m.data else 0 for m in messages)
 
 
 def _close(consumer: Any, transport: Any) -> None:
