@@ -5,7 +5,10 @@ Partition mapping (the replication patterns): with equal partition counts, sourc
 goes to target partition *i* and the partition key is kept as an annotation; otherwise keyed events
 are sent with their partition key (the service hashes it, so a stream stays together) and keyless
 events go to partition ``i mod n``, which keeps each source partition's keyless events in order.
-Events for one destination are sent in arrival order, one batch after the other.
+Events for one destination are sent in arrival order, one batch after the other: a batch is sent
+on the publisher's sending thread while the task fills the next one, and the next is sent only once
+the broker accepted the previous one (at most one batch in flight, so order holds without relying on
+the link).
 
 Events are encoded once, by ``sinks/amqp_encoding.py``; the producer clients, kept by each Python
 worker and opened ahead of the first send, come from ``sinks/eventhubs_producers.py``.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from federator_spark.events import Event
@@ -46,6 +50,8 @@ class EventHubPublisher:
         self._client = self._producer.client
         self.partition_ids = self._producer.partition_ids()
         self._pending: dict[Destination, list[bytes]] = {}
+        self._sending = ThreadPoolExecutor(1, thread_name_prefix=f"eventhubs-send-{target.name}")
+        self._in_flight: Future[None] | None = None
 
     def add(self, event: Event, properties: Mapping[str, PropertyValue]) -> None:
         system = event.system_properties
@@ -67,8 +73,10 @@ class EventHubPublisher:
         return ("partition", self.partition_ids[int(event.partition) % count])
 
     def flush(self) -> None:
+        """Send every pending event and wait until the broker accepted all (raises a send's error)."""
         for destination in list(self._pending):
             self._send(destination)
+        self._accepted()
 
     def _send(self, destination: Destination) -> None:
         self._producer.ready()
@@ -86,11 +94,24 @@ class EventHubPublisher:
             self._send_batch(batch)
 
     def _send_batch(self, batch: Any) -> None:
+        self._accepted()
+        self._in_flight = self._sending.submit(self._send_with_retries, batch)
+
+    def _send_with_retries(self, batch: Any) -> None:
         with_retries(lambda: self._client.send_batch(batch), _transient(), what=f"send to {self.target.name}")
 
+    def _accepted(self) -> None:
+        """Wait for the batch in flight; its error (after retries) is raised here."""
+        if self._in_flight is not None:
+            in_flight, self._in_flight = self._in_flight, None
+            in_flight.result()
+
     def close(self) -> None:
-        """Unsent events are dropped; the client stays open for this worker's next task."""
+        """Unsent events are dropped; a batch still in flight (the task failed before ``flush``) is
+        waited for, not raised again. The client stays open for this worker's next task."""
         self._pending.clear()
+        self._in_flight = None
+        self._sending.shutdown(wait=True)
 
 
 def tails(target: TargetPlan) -> dict[str, int]:
