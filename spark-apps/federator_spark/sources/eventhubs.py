@@ -9,6 +9,7 @@ nothing to acknowledge.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +40,10 @@ _OFFSET = b"x-opt-offset"
 _ENQUEUED_TIME = b"x-opt-enqueued-time"
 _PARTITION_KEY = b"x-opt-partition-key"
 _NEVER = datetime.fromtimestamp(0, UTC)  # an event without an enqueued time (not from Event Hubs)
+# With no trigger interval Spark asks for new offsets 10 ms after an empty answer: an idle hub is asked
+# at most this often instead (each ask is a management request per partition, and they count against
+# the namespace's quota), at the price of up to this much latency for the first event after a pause.
+_IDLE_POLL_SECONDS = 0.25
 # AMQP message properties that travel in the row's system_properties.
 _SYSTEM_PROPERTIES = ("message_id", "content_type", "correlation_id", "subject", "to", "reply_to")
 
@@ -82,6 +87,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.receive_timeout = float(options.get("receiveTimeoutSeconds", "60"))
         self.available_now_target: Offsets | None = None
         self._management: HubManagement | None = None  # driver side only, created lazily
+        self._next_idle_poll = 0.0  # time.monotonic() before which an idle hub is not asked again
         self._partition_count = 0
 
     def __getstate__(self) -> dict[str, Any]:
@@ -142,11 +148,22 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.available_now_target = self._last_sequence_numbers()
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
-        ends = self.available_now_target or self._last_sequence_numbers()
+        ends = self.available_now_target or self._poll(start)
         ends = {p: max(ends[p], start.get(p, -1)) for p in ends}
         if isinstance(limit, ReadMaxRows):
             ends = cap(start, ends, limit.max_rows)
         return {p: ends[p] for p in sorted(ends, key=int)}
+
+    def _poll(self, start: Offsets) -> Offsets:
+        """The partitions' last sequence numbers, asked no sooner than ``_IDLE_POLL_SECONDS`` after an
+        ask that found nothing beyond ``start``."""
+        wait = self._next_idle_poll - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        ends = self._last_sequence_numbers()
+        idle = all(end <= start.get(p, -1) for p, end in ends.items())
+        self._next_idle_poll = time.monotonic() + _IDLE_POLL_SECONDS if idle else 0.0
+        return ends
 
     def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
         if not self._partition_count:
