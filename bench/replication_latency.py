@@ -28,8 +28,8 @@ SOURCE, TARGET = "lat-in", "lat-out"
 
 def client(source_cs: str, target_cs: str, rate: int, duration: float) -> dict[str, Any]:
     """Pace ``rate`` events/s into the source for ``duration`` s; return the send start (epoch s) and
-    each event's [seconds after it, latency ms]."""
-    arrivals: list[tuple[float, float]] = []
+    each event's [seconds after it, latency ms until received, ms until enqueued at the target]."""
+    arrivals: list[tuple[float, float, float]] = []
     lock = threading.Lock()
 
     def on_batch(_context: Any, events: list[EventData]) -> None:
@@ -38,14 +38,20 @@ def client(source_cs: str, target_cs: str, rate: int, duration: float) -> dict[s
             for event in events:
                 sent = (event.properties or {}).get(SEND_TIME.encode())
                 if sent is not None:
-                    arrivals.append((float(sent), (now - float(sent)) * 1000))
+                    enqueued = event.enqueued_time.timestamp() if event.enqueued_time else now
+                    arrivals.append(
+                        (float(sent), (now - float(sent)) * 1000, (enqueued - float(sent)) * 1000)
+                    )
 
-    consumer = EventHubConsumerClient.from_connection_string(target_cs, "$Default", eventhub_name=TARGET)
+    # The SDK hands received events over after ``prefetch`` frames or ``socket_timeout`` of silence,
+    # and grants new link credit only once all of it is used: a large prefetch and a short timeout
+    # keep the consumer's own delay (credit round trips, waiting for silence) small.
+    consumer = EventHubConsumerClient.from_connection_string(
+        target_cs, "$Default", eventhub_name=TARGET, socket_timeout=0.01
+    )
     thread = threading.Thread(
         target=consumer.receive_batch,
-        # The SDK hands events over only after reading ``prefetch`` of them or 0.2 s of silence: a
-        # small prefetch keeps the consumer's own delay out of the figure.
-        kwargs={"on_event_batch": on_batch, "starting_position": "@latest", "prefetch": 10},
+        kwargs={"on_event_batch": on_batch, "starting_position": "@latest", "prefetch": 1000},
     )
     thread.start()
     time.sleep(2)  # let every partition's receiver attach before the first event
@@ -76,7 +82,7 @@ def client(source_cs: str, target_cs: str, rate: int, duration: float) -> dict[s
     consumer.close()
     thread.join(30)
     with lock:
-        measured = [[round(at - start_time, 3), round(ms, 1)] for at, ms in arrivals]
+        measured = [[round(at - start_time, 3), round(ms, 1), round(enq, 1)] for at, ms, enq in arrivals]
     return {"start": start_time, "sent": sent, "rate": actual_rate, "arrivals": measured}
 
 
@@ -115,8 +121,9 @@ def measure(
         p["durationMs"] for p in progress if p["numInputRows"] and _epoch(p["timestamp"]) >= measured_from
     ]
     phases = {key: percentile(sorted(d.get(key, 0) for d in busy), 0.5) for key in busy[0]} if busy else {}
-    latencies = sorted(ms for at, ms in result["arrivals"] if at >= warmup)
-    during_warmup = sorted(ms for at, ms in result["arrivals"] if at < warmup)
+    latencies = sorted(ms for at, ms, _ in result["arrivals"] if at >= warmup)
+    to_target = sorted(enqueued for at, _, enqueued in result["arrivals"] if at >= warmup)
+    during_warmup = sorted(ms for at, ms, _ in result["arrivals"] if at < warmup)
     return {
         "sent": result["sent"],
         "received": len(result["arrivals"]),
@@ -125,6 +132,9 @@ def measure(
         "p50_ms": percentile(latencies, 0.50),
         "p99_ms": percentile(latencies, 0.99),
         "max_ms": latencies[-1] if latencies else None,
+        # Send → enqueued at the target: the replication alone, without the consumer's own delay.
+        "enqueued_p50_ms": percentile(to_target, 0.50),
+        "enqueued_p99_ms": percentile(to_target, 0.99),
         "warmup_s": warmup,
         "trigger_s": trigger_seconds,  # None: the task's default
         "warmup_p99_ms": percentile(during_warmup, 0.99),
