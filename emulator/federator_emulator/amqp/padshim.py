@@ -121,11 +121,16 @@ def install() -> None:
         def pending(self: Transport) -> int:
             out = _buffer(self)
             raw_pending = original_pending(self)
-            if raw_pending > 0:
+            # Proton hands its output out in pieces of its buffer's size (16 KB at first): a frame larger
+            # than that is pulled whole now, or the reactor, told nothing is pending, would never ask again.
+            while raw_pending > 0:
                 data = original_peek(self, raw_pending)
                 original_pop(self, raw_pending)
                 if data:
                     out.feed(data)
+                if not out.raw:
+                    break
+                raw_pending = original_pending(self)
             if raw_pending < 0 and not out.padded:
                 return raw_pending  # end of stream: let the reactor see it
             return len(out.padded)
