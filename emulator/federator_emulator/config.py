@@ -120,6 +120,9 @@ class NamespaceConfig(_Model):
     # The HTTPS management port (ATOM for this namespace, ARM and DNS for all); 0 = ephemeral.
     https_port: int = Field(default=0, ge=0, le=65535)
     arm: ArmCoordinates = Field(default_factory=ArmCoordinates)
+    # The largest message (or batch) a sender may transfer, announced on every link: Azure's limit is
+    # 256 KB for Event Hubs Basic and Service Bus Standard, 1 MB for Event Hubs Standard.
+    max_message_size_bytes: int = Field(default=1024 * 1024, ge=1024, le=100 * 1024 * 1024)
     keys: list[SasKey] = Field(default_factory=lambda: [SasKey(name=DEFAULT_KEY_NAME, key=DEFAULT_KEY_VALUE)])
     event_hubs: list[EventHubConfig] = Field(default_factory=list)
     queues: list[QueueConfig] = Field(default_factory=list)

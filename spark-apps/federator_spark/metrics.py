@@ -35,6 +35,7 @@ DROP_REASONS = {
     "filtered": "filtered",
     "unrouted": "unrouted_dropped",
     "rejected": "rejected_dropped",
+    "undeliverable": "undeliverable_dropped",
     "loop": "loop_skipped",
     "following": "following_skipped",
 }
@@ -124,7 +125,8 @@ class StatusCollector:
         dropped = CounterMetricFamily(
             "federator_events_dropped",
             "Events read but not written, by reason: filtered, unrouted (no target matched and no unrouted "
-            "endpoint), rejected (an editor rejected it and there is no deadLetter endpoint), loop (merge), "
+            "endpoint), rejected (an editor rejected it and there is no deadLetter endpoint), undeliverable "
+            "(over a target's message size limit and not dead-lettered), loop (merge), "
             "following (already handled on another FailoverGroup member)",
             labels=["namespace", "task", "reason"],
         )

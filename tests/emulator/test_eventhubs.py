@@ -7,7 +7,7 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
-from azure.eventhub import EventData, EventHubProducerClient
+from azure.eventhub import EventData, EventDataBatch, EventHubProducerClient
 from azure.eventhub.aio import EventHubConsumerClient as AsyncEventHubConsumerClient
 from azure.eventhub.aio import EventHubProducerClient as AsyncEventHubProducerClient
 from azure.eventhub.exceptions import EventHubError
@@ -254,3 +254,23 @@ async def test_async_clients_send_and_receive(cs, eh_receive_async):
     assert props["last_enqueued_sequence_number"] == 4
     events = await eh_receive_async(cs, 5, partition_id="1", starting_position="-1")
     assert [e.body_as_str() for e in events] == [f"async-{i}" for i in range(5)]
+
+
+def test_a_namespace_announces_its_message_size_limit_and_refuses_a_larger_transfer(
+    emulator_factory, eh_receive
+):
+    emu = emulator_factory(
+        {"namespaces": [{"name": "ns", "maxMessageSizeBytes": 262144, "eventHubs": [{"name": "hub1"}]}]}
+    )
+    producer = EventHubProducerClient.from_connection_string(emu.connection_string(), eventhub_name="hub1")
+    with producer:
+        assert producer.create_batch().max_size_in_bytes == 262144
+        # A client that ignores the announced limit (a batch made larger by hand) is refused by the broker.
+        oversized = EventDataBatch(max_size_in_bytes=1024 * 1024, partition_id="0")
+        oversized.add(EventData(b"x" * 300_000))
+        with pytest.raises(EventHubError, match="exceeds the limit"):
+            producer.send_batch(oversized)
+        producer.send_batch([EventData(b"x" * 200_000)], partition_id="0")
+    # Larger than a frame of proton's output buffer (16 KB): delivered whole.
+    (received,) = eh_receive(emu.connection_string(), 1, starting_position="-1")
+    assert received.body_as_str() == "x" * 200_000

@@ -14,6 +14,7 @@ from azure.servicebus import (
     ServiceBusSubQueue,
 )
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
+from azure.servicebus.exceptions import MessageSizeExceededError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -228,3 +229,18 @@ async def test_async_client_settles_messages(emulator):
             await receiver.complete_message(again)
             assert await receiver.peek_messages(max_message_count=5, sequence_number=1) == []
     assert str(again) == "b" and again.delivery_count == 1
+
+
+def test_a_namespace_with_a_smaller_message_size_limit_makes_batches_that_small(emulator_factory):
+    config = {"namespaces": [{"name": "ns", "maxMessageSizeBytes": 262144, "queues": [{"name": "q"}]}]}
+    emu = emulator_factory(config)
+    with ServiceBusClient.from_connection_string(emu.connection_string()) as client:
+        with client.get_queue_sender("q") as sender:
+            batch = sender.create_message_batch()
+            assert batch.max_size_in_bytes == 262144
+            with pytest.raises(MessageSizeExceededError):
+                batch.add_message(ServiceBusMessage(b"x" * 300_000))
+            sender.send_messages(ServiceBusMessage(b"x" * 200_000))
+        with client.get_queue_receiver("q") as receiver:
+            (received,) = receiver.receive_messages(max_message_count=2, max_wait_time=5)
+            assert len(next(received.body)) == 200_000

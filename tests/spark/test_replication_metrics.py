@@ -34,7 +34,14 @@ def test_status_file_accumulates_per_target_counts_lag_and_batch_duration(tmp_pa
     }
     assert status["eventsIn"] == 7 and status["lastBatchId"] == 1
     # Every event read is either written or dropped for a stated reason.
-    assert status["eventsDropped"] == {"filtered": 1, "unrouted": 0, "rejected": 1, "loop": 1, "following": 0}
+    assert status["eventsDropped"] == {
+        "filtered": 1,
+        "unrouted": 0,
+        "rejected": 1,
+        "undeliverable": 0,
+        "loop": 1,
+        "following": 0,
+    }
     assert 4 <= status["replicationLagSeconds"] < 6
     assert 1 <= status["batchDurationSeconds"] < 3
 

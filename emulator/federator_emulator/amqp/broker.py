@@ -22,6 +22,7 @@ from federator_emulator.amqp.endpoints import (
     Endpoint,
     Refused,
     condition,
+    reject,
 )
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.namespace import NamespaceState
@@ -31,7 +32,6 @@ logger = logging.getLogger(__name__)
 # Credit granted to client senders; topped up when half is used. Producers send one
 # transfer at a time, so this only bounds bursts from many clients on one link.
 _CREDIT = 1000
-_MAX_MESSAGE_SIZE = 1024 * 1024
 
 
 def _context(obj: Any) -> ConnectionContext:
@@ -86,7 +86,7 @@ class Broker:
             link.source.address = link.remote_source.address
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.rcv_settle_mode = link.remote_rcv_settle_mode
-        link.max_message_size = _MAX_MESSAGE_SIZE
+        link.max_message_size = ctx.namespace.config.max_message_size_bytes
         try:
             endpoint = self._endpoint(ctx, link)
         except Refused as exc:
@@ -132,7 +132,16 @@ class Broker:
             if endpoint is None:
                 delivery.settle()
                 return
-            endpoint.on_message(delivery, bytes(payload))
+            limit = link.max_message_size
+            if len(payload) > limit:  # a client that ignored the announced limit, refused as Azure does
+                reject(
+                    delivery,
+                    "amqp:link:message-size-exceeded",
+                    f"The received message (size: {len(payload)} bytes) exceeds the limit ({limit} bytes) "
+                    "currently allowed on the link.",
+                )
+            else:
+                endpoint.on_message(delivery, bytes(payload))
             if link.credit < _CREDIT // 2:
                 link.flow(_CREDIT - link.credit)
         elif delivery.updated and endpoint is not None:

@@ -34,7 +34,7 @@ LOCKED_UNTIL_UTC = symbol("com.microsoft:locked-until-utc")
 SESSION_CANNOT_BE_LOCKED = "com.microsoft:session-cannot-be-locked"
 TIMEOUT = "com.microsoft:timeout"
 _DOTNET_EPOCH_TICKS = 621355968000000000
-_BATCH_SIZE = 1024 * 1024
+_BATCH_SIZE = 1024 * 1024  # Azure's batch limit; a namespace with a smaller message size limit announces that
 DEAD_LETTER_QUEUE = "$deadletterqueue"
 
 
@@ -69,7 +69,8 @@ def resolve_sendable(ctx: ConnectionContext, parts: list[str]) -> Queue | Topic:
 def entity_endpoint(ctx: ConnectionContext, link: Link, parts: list[str]) -> Endpoint:
     """The endpoint for a link to a queue, topic, subscription or dead-letter queue."""
     if link.is_receiver:
-        link.properties = {MAX_BATCH_SIZE: ulong(_BATCH_SIZE)}
+        batch_size = min(_BATCH_SIZE, ctx.namespace.config.max_message_size_bytes)
+        link.properties = {MAX_BATCH_SIZE: ulong(batch_size)}
         return Sender(ctx, link, resolve_sendable(ctx, parts))
     peek_lock = link.remote_snd_settle_mode != Link.SND_SETTLED
     entity = resolve_receivable(ctx, parts)

@@ -325,7 +325,8 @@ class ReplicationTaskSpec(FedModel):
     unrouted: Endpoint | None = None
     """Receives events that match no target's condition. Default: such events are dropped (and counted)."""
     dead_letter: Endpoint | None = None
-    """Receives events an editor rejects, with the reason in property `repl-dead-letter-reason`."""
+    """Receives events an editor rejects, and events a target refuses for good (over its message size
+    limit), with the reason in property `repl-dead-letter-reason`."""
     editors: Annotated[list[Editor], Field(max_length=32)] = []
     """Editor chain applied in order to every event before routing."""
     provenance: Provenance = Provenance()

@@ -27,12 +27,16 @@ from federator_spark.property_types import PropertyValue
 from federator_spark.retry import with_retries
 from federator_spark.sinks.amqp_encoding import PROPERTY_FIELDS, append, encode_event
 from federator_spark.sinks.eventhubs_producers import prepare
+from federator_spark.sinks.undeliverable import Undeliverable
 from federator_spark.sources.eventhubs import receive, sequence_number
 
 logger = logging.getLogger(__name__)
 
 _FLUSH_EVENTS = 500  # per destination; bounds memory and keeps batches near the 1 MB limit
 _SCAN_TIMEOUT_SECONDS = 30.0
+# An encoded event is checked alone against an empty batch only past this size, half the smallest
+# limit Event Hubs sets (256 KB, Basic tier): smaller events always fit, at no cost.
+_CHECKED_ALONE_BYTES = 128 * 1024
 
 Destination = tuple[str, str]  # ("partition", id) or ("key", partition key)
 
@@ -54,15 +58,29 @@ class EventHubPublisher:
         self._in_flight: Future[None] | None = None
 
     def add(self, event: Event, properties: Mapping[str, PropertyValue]) -> None:
+        """Queue ``event`` for its destination; raises :class:`Undeliverable` for an event over the
+        hub's message size limit."""
         system = event.system_properties
         if system:
             system = {name: system[name] for name in PROPERTY_FIELDS if name in system}
         destination = self._destination(event)
-        pending = self._pending.setdefault(destination, [])
         # The key travels with every event, also to a fixed partition: consumers and the next hop read it.
-        pending.append(encode_event(event.body, properties, system, event.partition_key))
+        encoded = encode_event(event.body, properties, system, event.partition_key)
+        if len(encoded) > _CHECKED_ALONE_BYTES:
+            self._check_alone(destination, encoded)
+        pending = self._pending.setdefault(destination, [])
+        pending.append(encoded)
         if len(pending) >= _FLUSH_EVENTS:
             self._send(destination)
+
+    def _check_alone(self, destination: Destination, encoded: bytes) -> None:
+        self._producer.ready()
+        batch = self._client.create_batch(**_batch_options(destination))
+        if not append(batch, encoded):
+            raise Undeliverable(
+                f"an event of {len(encoded)} bytes exceeds the message size limit of event hub "
+                f"{self.target.entity} ({batch.max_size_in_bytes} bytes)"
+            )
 
     def _destination(self, event: Event) -> Destination:
         count = len(self.partition_ids)
@@ -81,12 +99,11 @@ class EventHubPublisher:
     def _send(self, destination: Destination) -> None:
         self._producer.ready()
         events = self._pending.pop(destination, [])
-        kind, value = destination
-        options = {"partition_id": value} if kind == "partition" else {"partition_key": value}
+        options = _batch_options(destination)
         batch = self._client.create_batch(**options)
         for encoded in events:
             while not append(batch, encoded):  # the batch is full: send it and start the next one
-                if not len(batch):
+                if not len(batch):  # add() refuses such events; only a limit under _CHECKED_ALONE_BYTES
                     raise ValueError(f"an event of {len(encoded)} bytes exceeds the batch size limit")
                 self._send_batch(batch)
                 batch = self._client.create_batch(**options)
@@ -112,6 +129,11 @@ class EventHubPublisher:
         self._pending.clear()
         self._in_flight = None
         self._sending.shutdown(wait=True)
+
+
+def _batch_options(destination: Destination) -> dict[str, str]:
+    kind, value = destination
+    return {"partition_id": value} if kind == "partition" else {"partition_key": value}
 
 
 def tails(target: TargetPlan) -> dict[str, int]:

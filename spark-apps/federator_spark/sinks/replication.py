@@ -6,9 +6,10 @@ Per-partition order holds because a task sees one source partition in sequence o
 publisher sends a destination's events in that order.
 
 An event an editor rejects (or that makes an editor raise) goes to the dead-letter endpoint with
-``repl-dead-letter-reason`` = ``<editor index>:<kind>: <reason>``, as it entered that editor; without
-a dead-letter endpoint it is dropped, counted and logged (the reason, never the body). Either way
-the stream goes on.
+``repl-dead-letter-reason`` = ``<editor index>:<kind>: <reason>``, as it entered that editor; one a
+target refuses for good (over its message size limit) goes there with ``target:<name>: <reason>``.
+Without a dead-letter endpoint (or when that refuses it too) the event is dropped, counted and logged
+(the reason, never the body). Either way the stream goes on.
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from federator_spark.events import Event, EventMessage
 from federator_spark.plan import DEAD_LETTER, DEAD_LETTER_REASON_PROPERTY, TargetPlan, WritePlan
 from federator_spark.property_types import still_tagged, typed
 from federator_spark.provenance import forwarded_properties, is_loop
+from federator_spark.sinks.undeliverable import Undeliverable
 from federator_spark.sources.eventhubs_slices import EventHubsSliceReader
 
 logger = logging.getLogger(__name__)
 
 _REASON_LIMIT = 1024  # characters of a dead-letter reason (property values have size limits)
-_LOGGED_REJECTIONS = 10  # per task; the rest are only counted, so a poison stream cannot flood logs
+_LOGGED_DROPS = 10  # per task; the rest are only counted, so a poison stream cannot flood logs
 
 
 @dataclass
@@ -47,6 +49,7 @@ class TaskReport(WriterCommitMessage):
     dead_lettered: dict[str, int] = field(default_factory=dict)
     filtered: int = 0
     rejected_dropped: int = 0  # rejected by an editor while the task has no dead-letter endpoint
+    undeliverable_dropped: int = 0  # refused by a target for good and not dead-lettered
     unrouted_dropped: int = 0
     loop_skipped: int = 0
     replay_skipped: int = 0
@@ -104,6 +107,7 @@ class _Task:
         self.published = published  # effectively-once: what a crashed attempt already sent, per endpoint
         self.steps = steps
         self.publishers: dict[str, Any] = {}
+        self.dropped = 0  # rejected or undeliverable events dropped: the first few are logged
 
     def replicate(self, event: Event) -> None:
         plan, report = self.plan, self.report
@@ -136,20 +140,37 @@ class _Task:
         self.seen(event)
 
     def reject(self, event: Event, index: int, text: str) -> None:
-        report = self.report
         reason = f"{index}:{self.plan.editors[index].kind}: {text}"[:_REASON_LIMIT]
+        if not self.dead_letter(event, reason):
+            self.report.rejected_dropped += 1
+            self.log_drop(event, "no deadLetter endpoint", reason)
+
+    def refused(self, name: str, event: Event, text: str) -> None:
+        """Target ``name`` can never take ``event``: dead-letter it, or drop it when that is the
+        dead-letter endpoint refusing."""
+        reason = f"target:{name}: {text}"[:_REASON_LIMIT]
+        if name == DEAD_LETTER or not self.dead_letter(event, reason):
+            self.report.undeliverable_dropped += 1
+            self.log_drop(event, "undeliverable", reason)
+
+    def dead_letter(self, event: Event, reason: str) -> bool:
+        """Send ``event`` to the dead-letter endpoint with ``reason``; False when there is none."""
         dead_letter = self.plan.dead_letter
-        if dead_letter is not None:
-            if self.send(DEAD_LETTER, dead_letter, event, {DEAD_LETTER_REASON_PROPERTY: reason}):
-                report.dead_lettered[DEAD_LETTER] = report.dead_lettered.get(DEAD_LETTER, 0) + 1
-            self.seen(event)
-            return
-        report.rejected_dropped += 1
-        if report.rejected_dropped <= _LOGGED_REJECTIONS:
-            logger.warning("event %s dropped (no deadLetter endpoint): %s", event.identity, reason)
+        if dead_letter is None:
+            return False
+        if self.send(DEAD_LETTER, dead_letter, event, {DEAD_LETTER_REASON_PROPERTY: reason}):
+            self.report.dead_lettered[DEAD_LETTER] = self.report.dead_lettered.get(DEAD_LETTER, 0) + 1
+        self.seen(event)
+        return True
+
+    def log_drop(self, event: Event, why: str, reason: str) -> None:
+        self.dropped += 1
+        if self.dropped <= _LOGGED_DROPS:
+            logger.warning("event %s dropped (%s): %s", event.identity, why, reason)
 
     def send(self, name: str, target: TargetPlan, event: Event, extra: dict[str, str] | None) -> bool:
-        """Publish ``event`` to ``target``; False when a crashed attempt already published it."""
+        """Publish ``event`` to ``target``; False when a crashed attempt already published it, or the
+        target refused it for good (then it is dead-lettered or dropped)."""
         if event.sequence_number in self.published.get(name, ()):
             self.report.replay_skipped += 1
             return False
@@ -161,7 +182,11 @@ class _Task:
         if extra:
             properties.update(extra)
         types = event.property_types and still_tagged(event.property_types, event.properties, properties)
-        publisher.add(event, typed(properties, types) if types else properties)
+        try:
+            publisher.add(event, typed(properties, types) if types else properties)
+        except Undeliverable as refusal:
+            self.refused(name, event, str(refusal))
+            return False
         return True
 
     def seen(self, event: Event) -> None:
@@ -228,12 +253,13 @@ class ReplicationWriter(DataSourceStreamWriter):
             if task is not None:
                 for publisher in task.publishers.values():
                     publisher.close()
-        if report.rejected_dropped > _LOGGED_REJECTIONS:
+        if task is not None and task.dropped > _LOGGED_DROPS:
             logger.warning(
-                "batch %d partition %s: %d rejected events dropped (no deadLetter endpoint)",
+                "batch %d partition %s: %d rejected and %d undeliverable events dropped",
                 batch_id,
                 report.source_partition,
                 report.rejected_dropped,
+                report.undeliverable_dropped,
             )
         return report
 

@@ -1,4 +1,5 @@
-"""Publishing to a Service Bus queue or topic in size-bounded batches, in arrival order.
+"""Publishing to a Service Bus queue or topic in size-bounded batches, in arrival order; a message
+over the entity's size limit is refused (:class:`~federator_spark.sinks.undeliverable.Undeliverable`).
 
 Each message's MessageId is stable across replays (:attr:`Event.message_id`: a Service Bus source's own
 MessageId, else the source identity ``<host>/<entity>/<partition>/<sequence>``), so a target with
@@ -19,6 +20,7 @@ from federator_spark.events import Event
 from federator_spark.plan import TargetPlan
 from federator_spark.property_types import PropertyValue, for_amqp
 from federator_spark.retry import with_retries
+from federator_spark.sinks.undeliverable import Undeliverable
 
 logger = logging.getLogger(__name__)
 
@@ -45,43 +47,53 @@ class ServiceBusPublisher:
             self._sender = self._client.get_topic_sender(topic_name=target.entity)
         else:
             self._sender = self._client.get_queue_sender(queue_name=target.entity)
-        self._pending: list[Any] = []
+        self._batch: Any = None  # the batch being filled
 
     def add(self, event: Event, properties: Mapping[str, PropertyValue]) -> None:
+        """Add ``event`` to the batch being filled, sending it first when full; raises
+        :class:`Undeliverable` for a message over the entity's message size limit."""
         from azure.servicebus import ServiceBusMessage
 
         system = event.system_properties
         session = event.partition_key if event.partition_key is not None else event.partition
         ttl = system.get("time_to_live")  # from a Service Bus source: e.g. set by an activePassive rule
-        self._pending.append(
-            ServiceBusMessage(
-                event.body,
-                application_properties=for_amqp(properties),
-                message_id=event.message_id,
-                session_id=session,
-                partition_key=session,
-                content_type=system.get("content_type"),
-                correlation_id=system.get("correlation_id"),
-                subject=system.get("subject"),
-                to=system.get("to"),
-                reply_to=system.get("reply_to"),
-                time_to_live=timedelta(seconds=float(ttl)) if ttl else None,
-            )
+        message = ServiceBusMessage(
+            event.body,
+            application_properties=for_amqp(properties),
+            message_id=event.message_id,
+            session_id=session,
+            partition_key=session,
+            content_type=system.get("content_type"),
+            correlation_id=system.get("correlation_id"),
+            subject=system.get("subject"),
+            to=system.get("to"),
+            reply_to=system.get("reply_to"),
+            time_to_live=timedelta(seconds=float(ttl)) if ttl else None,
         )
-        if len(self._pending) >= _FLUSH_MESSAGES:
+        if not self._append(message):
+            self.flush()
+            if not self._append(message):  # not even alone
+                raise Undeliverable(
+                    f"a message with a body of {len(event.body)} bytes exceeds the message size limit "
+                    f"of {self.target.entity} ({self._batch.max_size_in_bytes} bytes)"
+                )
+        if len(self._batch) >= _FLUSH_MESSAGES:
             self.flush()
 
+    def _append(self, message: Any) -> bool:
+        from azure.servicebus.exceptions import MessageSizeExceededError
+
+        if self._batch is None:
+            self._batch = self._sender.create_message_batch()
+        try:
+            self._batch.add_message(message)
+        except MessageSizeExceededError:
+            return False
+        return True
+
     def flush(self) -> None:
-        messages, self._pending = self._pending, []
-        batch = self._sender.create_message_batch()
-        for message in messages:
-            try:
-                batch.add_message(message)
-            except ValueError:  # MessageSizeExceededError: the batch is full
-                self._send(batch)
-                batch = self._sender.create_message_batch()
-                batch.add_message(message)
-        if len(batch):
+        batch, self._batch = self._batch, None
+        if batch is not None and len(batch):
             self._send(batch)
 
     def _send(self, batch: Any) -> None:

@@ -1,0 +1,112 @@
+"""An event no endpoint can take (over the target's size limit, with no dead-letter endpoint or one
+that refuses it too) is dropped, counted once as ``undeliverable`` and logged by reason, never by
+body; the rest of the task's events are published. A write task called directly, without Spark,
+publishing to emulator queues."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from azure.servicebus import ServiceBusClient
+
+from federator_spark.config import parse_task_config
+from federator_spark.plan import plan_from_task
+from federator_spark.sinks.replication import ReplicationWriter
+
+pytestmark = pytest.mark.slow  # an emulator, a few seconds
+
+LIMIT = 256 * 1024
+LARGE = b"secret-looking-" + b"L" * 300_000
+CONNECTION = {"emulator": {"namespace": "basic"}}
+
+
+def row(sequence: int, body: bytes) -> dict[str, Any]:
+    return {
+        "body": body,
+        "source": "host/src",
+        "partition": "0",
+        "partition_count": 1,
+        "sequence_number": sequence,
+        "offset": str(sequence),
+        "enqueued_time": datetime(2026, 11, 1, tzinfo=UTC),
+        "partition_key": None,
+        "properties": {},
+        "system_properties": {},
+        "property_types": {},
+    }
+
+
+def queue(name: str) -> dict[str, Any]:
+    return {"serviceBus": {"connection": CONNECTION, "queueName": name}}
+
+
+def write(emulator: Any, tmp_path: Any, **endpoints: Any) -> Any:
+    spec = {
+        "source": {"eventHub": {"connection": CONNECTION, "eventHubName": "src"}},
+        "targets": [{"name": "out", **queue("out")}],
+        **endpoints,
+    }
+    raw = {
+        "kind": "ReplicationTask",
+        "metadata": {"name": "t", "namespace": "default"},
+        "spec": spec,
+        "checkpointLocation": str(tmp_path / "checkpoint"),
+        "emulatorConnections": {"basic": emulator.connection_string("basic")},
+    }
+    writer = ReplicationWriter(plan_from_task(parse_task_config(raw)))
+    (report,) = writer.write(iter([row(0, b"e0"), row(1, LARGE), row(2, b"e2")])).reports
+    return report
+
+
+def received(emulator: Any, name: str) -> list[str]:
+    with (
+        ServiceBusClient.from_connection_string(emulator.connection_string("basic")) as client,
+        client.get_queue_receiver(name, max_wait_time=3) as receiver,
+    ):
+        return [str(m) for m in receiver.receive_messages(max_message_count=10, max_wait_time=3)]
+
+
+@pytest.fixture
+def emulator(emulator_factory: Any) -> Any:
+    return emulator_factory(
+        {
+            "namespaces": [
+                {
+                    "name": "basic",
+                    "maxMessageSizeBytes": LIMIT,
+                    "queues": [{"name": "out"}, {"name": "dead"}],
+                }
+            ]
+        }
+    )
+
+
+def dropped_lines(caplog: Any) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "federator_spark.sinks.replication"]
+
+
+def test_without_a_dead_letter_endpoint_it_is_dropped_counted_and_logged(emulator, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="federator_spark.sinks.replication"):
+        report = write(emulator, tmp_path)
+
+    assert (report.undeliverable_dropped, report.out, report.dead_lettered) == (1, {"out": 2}, {})
+    assert received(emulator, "out") == ["e0", "e2"]
+    assert dropped_lines(caplog) == [
+        f"event host/src/0/1 dropped (undeliverable): target:out: a message with a body of {len(LARGE)} "
+        f"bytes exceeds the message size limit of out ({LIMIT} bytes)"
+    ]
+
+
+def test_a_dead_letter_endpoint_that_refuses_it_too_counts_one_drop(emulator, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="federator_spark.sinks.replication"):
+        report = write(emulator, tmp_path, deadLetter=queue("dead"))
+
+    assert (report.undeliverable_dropped, report.out, report.dead_lettered) == (1, {"out": 2}, {})
+    assert received(emulator, "out") == ["e0", "e2"]
+    assert received(emulator, "dead") == []
+    (line,) = dropped_lines(caplog)
+    assert line.startswith("event host/src/0/1 dropped (undeliverable): target:deadLetter: a message ")
+    assert "secret-looking" not in line
