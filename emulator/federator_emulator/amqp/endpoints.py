@@ -7,7 +7,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from proton import Condition, Delivery, Link, Message, symbol
+import cproton
+from proton import Condition, Delivery, Link, LinkException, Message, symbol
 
 from federator_emulator.amqp import codec
 from federator_emulator.auth import ConnectionGrants
@@ -94,10 +95,15 @@ class Endpoint:
         return str(next(self._tags)).encode()
 
     def send_settled(self, payload: bytes, tag: bytes | None = None) -> None:
-        delivery = self.link.delivery(tag if tag is not None else self.next_tag())  # type: ignore[arg-type]
-        self.link.send(payload)
-        self.link.advance()
-        delivery.settle()
+        # Straight through proton's C API: the Python Delivery wrapper (its attachment records) cost
+        # more than the send itself, and a settled delivery is never looked at again.
+        link = self.link._impl
+        delivery = cproton.pn_delivery(link, tag if tag is not None else self.next_tag())
+        sent = cproton.pn_link_send(link, payload)
+        if sent < 0:
+            raise LinkException(f"sending {len(payload)} bytes failed: proton error {sent}")
+        cproton.pn_link_advance(link)
+        cproton.pn_delivery_settle(delivery)
 
     def detach(self, name: str, description: str) -> None:
         """End the link from our side with an error the SDK maps to an exception."""
