@@ -51,11 +51,33 @@ def _string(out: bytearray, text: str) -> None:
     _variable(out, b"\xa1", b"\xb1", text.encode())
 
 
+# Encoded property names: a task sends the same few names with every event (bounded: names can be data).
+_NAMES: dict[str, bytes] = {}
+_NAMES_KEPT = 1024
+
+
+def _name(out: bytearray, name: str) -> None:
+    encoded = _NAMES.get(name)
+    if encoded is None:
+        field = bytearray()
+        _string(field, name)
+        encoded = bytes(field)
+        if len(_NAMES) < _NAMES_KEPT:
+            _NAMES[name] = encoded
+    out += encoded
+
+
 def _value(out: bytearray, value: Any) -> None:
     """A property value, typed as the SDK's ``encode_unknown`` types it (ints beyond 32 bits: long)."""
     kind = type(value)
     if kind is str:
-        _string(out, value)
+        data = value.encode()
+        if len(data) < 256:  # _string, inline: most values are short strings
+            out.append(0xA1)
+            out.append(len(data))
+            out += data
+        else:
+            _variable(out, b"\xa1", b"\xb1", data)
     elif kind is int:
         if -128 <= value <= 127:
             out += b"\x54"
@@ -126,7 +148,7 @@ def encode_event(
     if properties:
         pairs = bytearray()
         for name, value in properties.items():
-            _string(pairs, name)
+            _name(pairs, name)
             _value(pairs, value)
         out += _APPLICATION_PROPERTIES
         _compound(out, b"\xc1", b"\xd1", 2 * len(properties), pairs)
