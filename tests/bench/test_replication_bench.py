@@ -43,6 +43,8 @@ def test_a_tiny_run_copies_every_event_once_both_ways_and_reports_every_figure()
     assert summary["counts_match"] is True
     for figure in ("sdk_events_per_s", "spark_events_per_s", "ratio", "sdk_seconds", "spark_seconds"):
         assert summary[figure] > 0, figure
+    before, after = summary["sdk_runs_events_per_s"]  # the baseline brackets the Spark run
+    assert before > 0 and after > 0
     latency = summary["latency"]
     assert latency["received"] == latency["sent"] > latency["measured_events"] > 0
     assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
