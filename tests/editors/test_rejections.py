@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient
@@ -15,26 +13,11 @@ from azure.servicebus import ServiceBusClient
 from federator_spark.config import parse_task_config
 from federator_spark.plan import plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
+from support.rows import event_row
 
 pytestmark = pytest.mark.slow  # an emulator, a few seconds
 
 DEEP = "[" * 5000 + "]" * 5000  # json.loads raises RecursionError: an exception no editor expects
-
-
-def row(sequence: int, text: str, **properties: str) -> dict[str, Any]:
-    return {
-        "body": text.encode(),
-        "source": "host/src",
-        "partition": "0",
-        "partition_count": 1,
-        "sequence_number": sequence,
-        "offset": str(sequence),
-        "enqueued_time": datetime(2026, 11, 1, tzinfo=UTC),
-        "partition_key": None,
-        "properties": properties,
-        "system_properties": {},
-        "property_types": {},
-    }
 
 
 def test_poison_and_rejected_events_are_dropped_counted_and_logged_without_their_body(
@@ -67,11 +50,11 @@ def test_poison_and_rejected_events_are_dropped_counted_and_logged_without_their
     }
     writer = ReplicationWriter(plan_from_task(parse_task_config(raw)))
     rows = [
-        row(0, json.dumps({"size": "big", "n": 0})),
-        row(1, DEEP),
-        row(2, "secret-looking-body-not-json"),
-        row(3, json.dumps({"size": "small", "n": 3})),
-        row(4, json.dumps({"size": "big", "n": 4})),
+        event_row(0, json.dumps({"size": "big", "n": 0})),
+        event_row(1, DEEP),
+        event_row(2, "secret-looking-body-not-json"),
+        event_row(3, json.dumps({"size": "small", "n": 3})),
+        event_row(4, json.dumps({"size": "big", "n": 4})),
     ]
 
     with caplog.at_level(logging.WARNING, logger="federator_spark.sinks.replication"):

@@ -6,7 +6,6 @@ publishing to emulator queues."""
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,28 +14,13 @@ from azure.servicebus import ServiceBusClient
 from federator_spark.config import parse_task_config
 from federator_spark.plan import plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
+from support.rows import event_row
 
 pytestmark = pytest.mark.slow  # an emulator, a few seconds
 
 LIMIT = 256 * 1024
 LARGE = b"secret-looking-" + b"L" * 300_000
 CONNECTION = {"emulator": {"namespace": "basic"}}
-
-
-def row(sequence: int, body: bytes) -> dict[str, Any]:
-    return {
-        "body": body,
-        "source": "host/src",
-        "partition": "0",
-        "partition_count": 1,
-        "sequence_number": sequence,
-        "offset": str(sequence),
-        "enqueued_time": datetime(2026, 11, 1, tzinfo=UTC),
-        "partition_key": None,
-        "properties": {},
-        "system_properties": {},
-        "property_types": {},
-    }
 
 
 def queue(name: str) -> dict[str, Any]:
@@ -57,7 +41,7 @@ def write(emulator: Any, tmp_path: Any, **endpoints: Any) -> Any:
         "emulatorConnections": {"basic": emulator.connection_string("basic")},
     }
     writer = ReplicationWriter(plan_from_task(parse_task_config(raw)))
-    (report,) = writer.write(iter([row(0, b"e0"), row(1, LARGE), row(2, b"e2")])).reports
+    (report,) = writer.write(iter([event_row(0, b"e0"), event_row(1, LARGE), event_row(2, b"e2")])).reports
     return report
 
 
