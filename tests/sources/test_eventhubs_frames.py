@@ -139,3 +139,13 @@ def test_installing_twice_keeps_one_reader(connected) -> None:
     reader = transport.read
     eventhubs_frames.install(transport)
     assert transport.read is reader
+
+
+def test_a_websocket_transport_keeps_the_sdks_read() -> None:
+    from azure.eventhub._pyamqp._transport import WebSocketTransport
+
+    transport = WebSocketTransport("localhost")
+    transport.sock = object()  # as if connected: its socket reads messages, not a byte stream
+    sdk_read = transport.read
+    eventhubs_frames.install(transport)
+    assert transport.read == sdk_read

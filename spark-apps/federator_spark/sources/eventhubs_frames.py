@@ -27,8 +27,13 @@ _RETRY = {errno.EAGAIN, errno.EINTR, errno.ENOENT, errno.EWOULDBLOCK}  # the SDK
 
 
 def install(transport: Any) -> None:
-    """Read ``transport``'s frames in chunks from now on (a transport with a plain or TLS socket)."""
-    if transport.sock is not None and not isinstance(transport.read, ChunkedFrames):
+    """Read ``transport``'s frames in chunks from now on (a transport with a plain or TLS socket; one
+    over WebSockets reads messages, not a byte stream, and keeps the SDK's read)."""
+    from azure.eventhub._pyamqp._transport import WebSocketTransport
+
+    if isinstance(transport, WebSocketTransport) or transport.sock is None:
+        return
+    if not isinstance(transport.read, ChunkedFrames):
         transport.read = ChunkedFrames(transport)
 
 
