@@ -128,6 +128,10 @@ class PartitionStream:
                             if link.current_link_credit <= self._prefetch // 2:
                                 link.flow(link_credit=self._prefetch)
                             consumer._handler.do_work(batch=min(self._prefetch, _FRAMES_PER_READ))
+                            # The SDK's link keeps every delivery's tag until a disposition settles it,
+                            # and sends none for Event Hubs events: a kept receiver would hold one tag
+                            # per event it ever received.
+                            link._received_delivery_tags.clear()
                         if consumer._message_buffer:
                             messages = list(consumer._message_buffer)
                             consumer._message_buffer.clear()
