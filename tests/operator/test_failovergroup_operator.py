@@ -313,9 +313,14 @@ def test_failback_moves_producers_first_and_a_following_task_after_the_drain(
     assert task["spec"]["source"]["serviceBus"]["connection"] == {
         "secretRef": {"name": "weu-conn", "key": "connectionString"}
     }
-    app = get(kube, f"{APPS}/archive")
-    assert app is not None and app["spec"]["driver"]["annotations"]["federator.io/following"] == (
-        "spec.source.serviceBus=billing/weu"
+    # The task's config and its SparkApplication are applied one after the other in one pass.
+    def following_of_app() -> str | None:
+        app = get(kube, f"{APPS}/archive")
+        return app["spec"]["driver"]["annotations"]["federator.io/following"] if app else None
+
+    eventually(
+        lambda: following_of_app() == "spec.source.serviceBus=billing/weu",
+        message="the SparkApplication does not follow billing/weu",
     )
     eventually(lambda: get(kube, f"{RT}/archive")["status"]["activeSourceMember"] == "weu")  # type: ignore[index]
     task_events = events(kube, "archive")
