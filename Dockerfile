@@ -19,17 +19,18 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 FROM python-base AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY contract ./contract
 COPY operator ./operator
-COPY emulator ./emulator
 COPY spark-apps ./spark-apps
 # No pip, setuptools or wheel inside the venv: the base image's pip installs into it (--python).
 RUN python -m venv --without-pip /opt/venv
 
 FROM build AS operator-venv
-RUN pip --python /opt/venv/bin/python install --no-cache-dir /src
+RUN pip --python /opt/venv/bin/python install --no-cache-dir /src/contract /src
 
 FROM build AS spark-venv
-RUN pip --python /opt/venv/bin/python install --no-cache-dir "/src[spark]"
+# The Spark app's own dependency set: the app and the contract it shares with the operator, nothing else.
+RUN pip --python /opt/venv/bin/python install --no-cache-dir /src/contract /src/spark-apps
 
 # ---------------------------------------------------------------------------------------------------
 # What both final stages start from: the interpreter without pip, setuptools or wheel.

@@ -1,6 +1,6 @@
 """Benchmark the emulator through the real SDKs; the last line printed is a JSON summary.
 
-    python bench/emulator.py [--events 1000000] [--receive 200000] [--sb-messages 5000]
+    python -m bench.emulator [--events 1000000] [--receive 200000] [--sb-messages 5000]
 
 The emulator runs as a separate process (as in local mode), so its RSS is measured alone
 and it does not share the GIL with the clients. Targets: EH batch send >= 20k events/s of

@@ -74,7 +74,8 @@ def _wait_ready(ready: Path, process: subprocess.Popen[bytes]) -> dict[str, Any]
         if time.monotonic() > deadline or process.poll() is not None:
             raise RuntimeError("emulator did not start")
         time.sleep(0.05)
-    return json.loads(ready.read_text())
+    ready_file: dict[str, Any] = json.loads(ready.read_text())
+    return ready_file
 
 
 # ---------------------------------------------------------------------------------------- /proc

@@ -2,8 +2,6 @@
 
     .venv/bin/python -m bench.replication [--events 200000] [--duration 45] [--layout per-namespace]
 
-(As a module: run as a script, ``bench/operator.py`` would shadow the standard library's ``operator``.)
-
 Both copy the same pre-loaded source hub (4 partitions, 1 KB events) to their own target hub on the
 same emulator, in the same run: first the SDK loop (one process, sync azure-eventhub
 ``receive_batch`` → ``send_batch``, a receiver thread per partition; the Spark JVM is not started
@@ -37,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+
+from bench import replication_latency
 from bench.processes import (
     Emulators,
     RssSampler,
@@ -45,13 +45,10 @@ from bench.processes import (
     load,
     tree_cpu_seconds,
 )
+from bench.tasks import EVENT_SIZE, ID_WIDTH, PARTITIONS, ROOT, body, run_available_now, task_config
 
-ROOT = Path(__file__).resolve().parents[1]
 logger = logging.getLogger("bench")
 
-PARTITIONS = 4
-EVENT_SIZE = 1024
-ID_WIDTH = 12  # each body starts with its zero-padded index: the identity the read-back counts
 # Logical namespaces and their hubs; a layout decides which emulator process serves which.
 HUBS = {
     "source": ("events", "warm-in", "lat-in"),
@@ -70,11 +67,6 @@ def groups(layout: str) -> list[dict[str, list[str]]]:
 
 
 # ---------------------------------------------------------------------------------------- events
-
-
-def body(index: int) -> bytes:
-    head = b"%0*d" % (ID_WIDTH, index)
-    return head + b"x" * (EVENT_SIZE - len(head))
 
 
 def preload(cs: str, hub: str, total: int, first: int = 0) -> None:
@@ -112,7 +104,7 @@ def identities(cs: str, hub: str, expected: int) -> Counter[bytes]:
     def on_batch(_context: Any, events: list[EventData]) -> None:
         with lock:
             for event in events:
-                seen[next(event.body)[:ID_WIDTH]] += 1
+                seen[event.body_as_str()[:ID_WIDTH].encode()] += 1
             if sum(seen.values()) >= total:
                 done.set()
 
@@ -162,7 +154,7 @@ def sdk_copy(source_cs: str, source: str, target_cs: str, target: str, total: in
         partition = context.partition_id
         batch = producer.create_batch(partition_id=partition)
         for event in events:
-            data = EventData(b"".join(event.body))
+            data = EventData(b"".join(event.body))  # type: ignore[arg-type]  # a data body: byte chunks
             data.properties = event.properties
             try:
                 batch.add(data)
@@ -230,55 +222,6 @@ def spark_session(profile_dir: Path | None, conf: list[str]) -> Any:
     return spark
 
 
-def task_config(
-    workdir: Path, emus: Emulators, source: str, target: str, trigger_seconds: int | None = None
-) -> dict[str, Any]:
-    """A task config as the operator writes it (no ``runtime``: the API's defaults, unless a trigger
-    interval is given)."""
-
-    def endpoint(hub: str) -> dict[str, Any]:
-        return {
-            "eventHub": {"connection": {"emulator": {"namespace": emus.namespace(hub)}}, "eventHubName": hub}
-        }
-
-    name = f"{source}-to-{target}"
-    return {
-        "apiVersion": "federator.io/v1alpha1",
-        "kind": "ReplicationTask",
-        "metadata": {"name": name, "namespace": "bench", "generation": 1},
-        "spec": {
-            "source": endpoint(source),
-            "targets": [{"name": target, **endpoint(target)}],
-            **({} if trigger_seconds is None else {"runtime": {"triggerIntervalSeconds": trigger_seconds}}),
-        },
-        "checkpointLocation": f"file://{workdir / ('checkpoint-' + name)}",
-        "secretEnv": {},
-        "emulatorConnections": {emus.namespace(h): emus.cs(h) for h in (source, target)},
-        "statusFile": str(workdir / f"status-{name}.json"),
-    }
-
-
-def start_task(spark: Any, raw: dict[str, Any], *, available_now: bool) -> Any:
-    from federator_spark import pipeline
-    from federator_spark.config import parse_task_config
-
-    if os.environ.get("FEDERATOR_BENCH_PROFILE_DIR"):
-        from bench import profiled  # the same data sources, under cProfile
-
-        return profiled.start(spark, parse_task_config(raw), available_now=available_now)
-    return pipeline.start(spark, parse_task_config(raw), available_now=available_now)
-
-
-def run_available_now(spark: Any, raw: dict[str, Any]) -> tuple[float, list[dict[str, Any]]]:
-    started = time.perf_counter()
-    query = start_task(spark, raw, available_now=True)
-    query.awaitTermination()
-    elapsed = time.perf_counter() - started
-    if query.exception() is not None:
-        raise RuntimeError(f"the Spark task failed: {query.exception()}")
-    return elapsed, [json.loads(p.json) for p in query.recentProgress]
-
-
 # ---------------------------------------------------------------------------------------- main
 
 
@@ -332,8 +275,6 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             after = copy_with_sdk(emus, total, "sdk-out-after")  # the session idles meanwhile
             latency = None
             if args.duration > 0:
-                from bench import replication_latency  # it imports this module
-
                 latency = replication_latency.measure(
                     spark, workdir, emus, args.rate, args.duration, args.warmup, args.trigger
                 )

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+
 from bench.processes import Emulators
-from bench.replication import PARTITIONS, ROOT, body, start_task, task_config
+from bench.tasks import PARTITIONS, ROOT, body, start_task, task_config
 
 SEND_TIME = "bench-send-time"
 SOURCE, TARGET = "lat-in", "lat-out"

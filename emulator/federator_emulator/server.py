@@ -19,15 +19,17 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, TypeVar
 
+import yaml
 from proton import Event, Handler
 from proton._reactor import Task
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
+from federator_contract.emulatorconfig import ArmCoordinates, EmulatorConfig, NamespaceConfig
+from federator_contract.files import write_atomically
 from federator_emulator import auth
 from federator_emulator.amqp import padshim
 from federator_emulator.amqp.broker import Broker, Guard
 from federator_emulator.amqp.listener import SaslAcceptor
-from federator_emulator.config import ArmCoordinates, EmulatorConfig, NamespaceConfig, load_config
 from federator_emulator.mgmt.server import ManagementServer, client_host
 from federator_emulator.state.journal import FileJournal, Journal, read_journal
 from federator_emulator.state.namespace import NamespaceState
@@ -322,11 +324,7 @@ def start_emulator(config: EmulatorConfig | dict[str, Any], data_dir: Path | Non
 
 
 def write_ready_file(path: Path, document: dict[str, Any]) -> None:
-    """Write atomically so a watcher never reads a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, json.dumps(document, indent=2) + "\n")
 
 
 def run_forever(config_path: Path, data_dir: Path | None, ready_file: Path | None) -> int:
@@ -335,7 +333,7 @@ def run_forever(config_path: Path, data_dir: Path | None, ready_file: Path | Non
     0 after a clean stop, 1 if it cannot start (port taken, data dir unusable), 2 for a bad config.
     """
     try:
-        config = load_config(config_path)
+        config = EmulatorConfig.model_validate(yaml.safe_load(config_path.read_text(encoding="utf-8")))
     except (OSError, ValueError) as exc:
         logger.error("cannot load emulator config %s: %s", config_path, exc)
         return 2

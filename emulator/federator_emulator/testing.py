@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from azure.core.credentials import AccessToken
 
-from federator_emulator.config import EmulatorConfig
+from federator_contract.emulatorconfig import EmulatorConfig
 from federator_emulator.server import RunningEmulator, start_emulator
 
 DEFAULT_TEST_CONFIG: dict[str, Any] = {

@@ -13,9 +13,10 @@ replays an unfinished batch with the same batchId and offsets, so:
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from federator_contract.files import write_atomically
 
 INITIAL = -1
 
@@ -31,14 +32,10 @@ class CommitLog:
         return self._path(batch_id).exists()
 
     def write(self, batch_id: int, record: dict[str, Any]) -> None:
-        """Atomic (write, fsync, rename), so a crash never leaves a half record that reads as committed."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        temporary = self.directory / f".{batch_id}.json.tmp"
-        with temporary.open("w") as handle:
-            json.dump({"batchId": batch_id, **record}, handle, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        temporary.replace(self._path(batch_id))
+        """Whole and durable, so a crash never leaves a half record that reads as committed."""
+        write_atomically(
+            self._path(batch_id), json.dumps({"batchId": batch_id, **record}, sort_keys=True), durable=True
+        )
 
     def latest_before(self, batch_id: int) -> dict[str, Any] | None:
         """The newest record of a batch before ``batch_id`` (record -1 included)."""

@@ -13,6 +13,9 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from federator_contract.api.base import EndpointConnection
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
+
 _ENDPOINT = re.compile(r"Endpoint=sb://([^/;]+)/?", re.IGNORECASE)
 
 
@@ -71,6 +74,29 @@ class Connection:
         if match is None:
             raise ValueError("connection string has no Endpoint=sb://<host>")
         return match.group(1)
+
+
+def connection_for(config: TaskConfig, endpoint: EndpointConnection) -> Connection:
+    """How executors reach ``endpoint``'s namespace."""
+    if endpoint.secret_ref is not None:
+        return Connection(connection_string_env=config.secret_env_for(endpoint.secret_ref))
+    if endpoint.workload_identity is not None:
+        identity = endpoint.workload_identity
+        return Connection(
+            fully_qualified_namespace=identity.fully_qualified_namespace, client_id=identity.client_id
+        )
+    if endpoint.emulator is not None:
+        text = config.emulator_connections.get(endpoint.emulator.namespace)
+        if text is None:
+            raise TaskConfigError(
+                f"emulatorConnections has no connection for emulator namespace "
+                f"{endpoint.emulator.namespace!r} (emulator connections exist in local mode only)"
+            )
+        return Connection(connection_string=text)
+    raise TaskConfigError(
+        "a failoverGroupRef connection reaches the app unresolved: the operator writes the followed "
+        "member's connection into the task config"
+    )
 
 
 def _credential(connection: Connection) -> Any:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from federator.sql import SqlMessage
+from federator_contract.sql import SqlMessage
 from federator_spark.property_types import still_tagged, typed
 
 # One row per source event. `source` names the source entity (`<host>/<entity>`) so that sinks can

@@ -40,11 +40,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from federator_contract.files import write_atomically
+from federator_contract.taskconfig import MEMBERS_DIR, TaskConfig
 from federator_spark.commits import CommitLog
-from federator_spark.config import MEMBERS_DIR, TaskConfig, local_path
+from federator_spark.config import local_path
 from federator_spark.events import Event, iso
 from federator_spark.provenance import SOURCE_ID_PROPERTY
-from federator_spark.sources.spool import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -330,4 +331,4 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 def _write(path: Path, content: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, [json.dumps(content, separators=(",", ":"), sort_keys=True)])
+    write_atomically(path, json.dumps(content, separators=(",", ":"), sort_keys=True) + "\n", durable=True)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from federator_contract.files import write_atomically
 from federator_spark.events import iso
 
 logger = logging.getLogger(__name__)
@@ -81,11 +82,7 @@ def record_batch(
             "replicationLagSeconds": round(now - last_enqueued, 3) if last_enqueued else None,
         }
     )
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.tmp")
-    temporary.write_text(json.dumps(status, indent=2, sort_keys=True))
-    os.replace(temporary, target)
+    write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True))
     return status
 
 
@@ -148,7 +145,7 @@ def serve(port: int, path: str, namespace: str, task: str) -> Any:
     from prometheus_client.registry import CollectorRegistry
 
     registry = CollectorRegistry()
-    registry.register(StatusCollector(path, namespace, task))  # type: ignore[arg-type]
+    registry.register(StatusCollector(path, namespace, task))
     server, _thread = start_http_server(port, addr="127.0.0.1" if _local() else "0.0.0.0", registry=registry)
     logger.info("metrics on port %d", port)
     return server

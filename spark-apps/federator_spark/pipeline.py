@@ -6,12 +6,13 @@ import json
 import logging
 
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
-from federator_spark import following
+from federator_contract.applog import started_marker
+from federator_contract.taskconfig import TaskConfig
+from federator_spark import datasources, following
 from federator_spark.commits import INITIAL, CommitLog
-from federator_spark.config import TaskConfig
-from federator_spark.datasources import register
+from federator_spark.connections import connection_for
 from federator_spark.plan import WritePlan, plan_from_task
 from federator_spark.sinks.replication import record_tails
 
@@ -26,7 +27,7 @@ def source_options(config: TaskConfig) -> tuple[str, dict[str, str]]:
     source = spec.source.event_hub
     assert source is not None  # the spec model requires exactly one source
     options = {
-        "connection": config.connection(source.connection).to_option(),
+        "connection": connection_for(config, source.connection).to_option(),
         "eventHubName": source.event_hub_name,
         "consumerGroup": source.consumer_group,
         "startPosition": source.start_position.position,
@@ -48,7 +49,7 @@ def _servicebus_options(config: TaskConfig) -> dict[str, str]:
     if spec.runtime.max_events_per_trigger is not None:
         limit = min(limit, spec.runtime.max_events_per_trigger)
     options = {
-        "connection": config.connection(source.connection).to_option(),
+        "connection": connection_for(config, source.connection).to_option(),
         "subQueue": source.sub_queue,
         "maxMessagesPerBatch": str(limit),
         # The spool and the commit log that decides completion live under the query's checkpoint.
@@ -85,7 +86,7 @@ def task_slots(spark: SparkSession) -> int:
 
 def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = False) -> StreamingQuery:
     """Start the task's query; ``available_now`` processes what is there and stops (tests, catch-up)."""
-    register(spark)
+    datasources.register(spark)
     plan = plan_from_task(config)  # fails fast, on the driver, for specs the app cannot run
     prepare_commit_records(plan)
     source_format, options = source_options(config)
@@ -112,5 +113,5 @@ def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = Fals
     else:
         writer = writer.trigger(processingTime=f"{config.spec.runtime.trigger_interval_seconds} seconds")
     query = writer.start()
-    logger.info("task %s/%s started (query %s)", config.namespace, config.name, query.id)
+    logger.info("%s%s)", started_marker(config.namespace, config.name), query.id)
     return query

@@ -8,9 +8,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from federator.api.replicationtask import Endpoint, ReplicationTaskSpec
-from federator_spark.config import TaskConfig, TaskConfigError, local_path
-from federator_spark.connections import Connection
+from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
+from federator_spark.config import local_path
+from federator_spark.connections import Connection, connection_for
 from federator_spark.editors import build_chain
 from federator_spark.editors.base import EventEditor
 from federator_spark.following import FollowPlan, follow_plan
@@ -76,9 +77,8 @@ def _target(name: str, endpoint: Endpoint, config: TaskConfig) -> TargetPlan:
     stamped = dict(endpoint.set_properties or {})
     if endpoint.event_hub is not None:
         hub = endpoint.event_hub
-        return TargetPlan(
-            name, "eventHub", config.connection(hub.connection), hub.event_hub_name, set_properties=stamped
-        )
+        connection = connection_for(config, hub.connection)
+        return TargetPlan(name, "eventHub", connection, hub.event_hub_name, set_properties=stamped)
     if endpoint.service_bus is not None:
         bus = endpoint.service_bus
         entity = bus.queue_name or bus.topic_name
@@ -86,7 +86,7 @@ def _target(name: str, endpoint: Endpoint, config: TaskConfig) -> TargetPlan:
         return TargetPlan(
             name,
             "serviceBus",
-            config.connection(bus.connection),
+            connection_for(config, bus.connection),
             entity,
             bus.topic_name is not None,
             set_properties=stamped,

@@ -94,7 +94,7 @@ def typed(properties: Mapping[str, str], types: Mapping[str, str]) -> dict[str, 
 _INT32 = range(-(2**31), 2**31)
 
 
-def for_amqp(values: Mapping[str, PropertyValue]) -> dict[str, Any]:
+def for_amqp(values: Mapping[str, PropertyValue]) -> dict[str | bytes, Any]:
     """Property values as the SDKs' AMQP encoder takes them: it writes a plain int as a 32-bit int and
     fails beyond, so a larger one is spelled out as a long (the encoder's own typed-value form)."""
     return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from federator.sql import Dialect, Filter, SqlMessage, parse_filter
+from federator_contract.sql import Dialect, Filter, SqlMessage, parse_filter
 
 UNROUTED = "unrouted"
 

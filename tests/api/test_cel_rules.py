@@ -8,8 +8,8 @@ from typing import Any
 import celpy
 import pytest
 
-from federator.api.crdgen import crd
-from federator.api.kinds import KINDS
+from federator.crds.generate import crd
+from federator_contract.api.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 

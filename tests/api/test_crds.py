@@ -9,9 +9,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from federator.api.crdgen import crd, render_all
-from federator.api.docgen import render_reference
-from federator.api.kinds import KINDS, Kind
+from federator.crds.generate import crd, render_all
+from federator.crds.reference import render_reference
+from federator_contract.api.kinds import KINDS, Kind
 
 ROOT = Path(__file__).resolve().parents[2]
 

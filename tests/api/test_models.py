@@ -6,10 +6,10 @@ from pathlib import Path
 
 import yaml
 
-from federator.api.failovergroup import FailoverGroupSpec
-from federator.api.kinds import BY_KIND
-from federator.api.replicationtask import ReplicationTaskSpec
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.kinds import BY_KIND
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

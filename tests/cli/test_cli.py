@@ -10,8 +10,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from federator.api.crdgen import render_all
 from federator.cli.main import app
+from federator.crds.generate import render_all
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from federator.api.editors import Editor
-from federator.api.replicationtask import ReplicationTaskSpec
-from federator_spark.config import TaskConfig
+from federator_contract.api.editors import Editor
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.taskconfig import TaskConfig, TaskMetadata
 from federator_spark.editors import build_chain
 from federator_spark.editors.base import EditorStep, EventEditor, TaskScope
 from federator_spark.events import Event, EventMessage
@@ -62,8 +62,7 @@ def task_config(
         path.write_text(content)
         files[ref] = str(path)
     return TaskConfig(
-        name="task",
-        namespace="default",
+        metadata=TaskMetadata(name="task", namespace="default"),
         spec=ReplicationTaskSpec.model_validate(_SPEC),
         checkpoint_location=str(tmp_path / "checkpoint"),
         secret_env=dict(secret_env or {}),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from editor_helpers import build, task_config
 
-from federator.api.editors import Editor
-from federator_spark.config import TaskConfigError
+from federator_contract.api.editors import Editor
+from federator_contract.taskconfig import TaskConfigError
 from federator_spark.editors import build_chain
 
 EVERY_KIND = [

@@ -7,7 +7,7 @@ import json
 import pytest
 from editor_helpers import apply, build, event, open_step, task_config
 
-from federator_spark.config import TaskConfigError
+from federator_contract.taskconfig import TaskConfigError
 from federator_spark.editors.base import Rejected
 
 TABLE = {"m-1": "eu", "m-2": "us", "42": 7, "flag": True, "none": None, "nested": {"a": [1]}}

@@ -10,7 +10,7 @@ import logging
 import pytest
 from azure.servicebus import ServiceBusClient
 
-from federator_spark.config import parse_task_config
+from federator_contract.taskconfig import TaskConfig
 from federator_spark.plan import plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
 from support.rows import event_row
@@ -48,7 +48,7 @@ def test_poison_and_rejected_events_are_dropped_counted_and_logged_without_their
         "checkpointLocation": str(tmp_path / "checkpoint"),
         "emulatorConnections": {"ns1": cs},
     }
-    writer = ReplicationWriter(plan_from_task(parse_task_config(raw)))
+    writer = ReplicationWriter(plan_from_task(TaskConfig.from_raw(raw)))
     rows = [
         event_row(0, json.dumps({"size": "big", "n": 0})),
         event_row(1, DEEP),

@@ -24,7 +24,7 @@ from azure.servicebus.management import (
     SqlRuleFilter,
 )
 
-from federator_emulator.config import DEFAULT_KEY_NAME, DEFAULT_KEY_VALUE
+from federator_contract.emulatorconfig import DEFAULT_KEY_NAME, DEFAULT_KEY_VALUE
 from federator_emulator.testing import FakeCredential
 
 

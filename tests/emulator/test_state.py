@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from federator_emulator.config import QueueConfig, SubscriptionConfig, TopicConfig
+from federator_contract.emulatorconfig import QueueConfig, SubscriptionConfig, TopicConfig
 from federator_emulator.state.journal import NullJournal
 from federator_emulator.state.servicebus import MessageState, Queue
 from federator_emulator.state.topics import Topic
@@ -31,7 +31,7 @@ class Plain:
     scheduled_at: float | None = None
 
     def sql_view(self) -> object:
-        from federator.sql import SqlMessage
+        from federator_contract.sql import SqlMessage
 
         return SqlMessage(system={}, user={})
 
@@ -113,7 +113,7 @@ def test_duplicate_detection_forgets_ids_after_the_window():
 
 
 def test_namespace_management_changes_apply_to_existing_entities():
-    from federator_emulator.config import EventHubConfig, NamespaceConfig
+    from federator_contract.emulatorconfig import EventHubConfig, NamespaceConfig
     from federator_emulator.state.eventhubs import UnknownEntity
     from federator_emulator.state.namespace import EntityExists, NamespaceState
 

@@ -114,7 +114,7 @@ def test_copies_share_the_topic_sequence_number(topic_emulator):
 
 
 def test_rules_added_at_runtime_apply_to_the_next_message(topic_emulator):
-    from federator_emulator.config import RuleConfig
+    from federator_contract.emulatorconfig import RuleConfig
 
     state = topic_emulator.state()
     topic_emulator.call(lambda: state.delete_rule("events", "everything", "$Default"))
@@ -131,7 +131,7 @@ def test_rules_added_at_runtime_apply_to_the_next_message(topic_emulator):
 
 
 def test_malformed_sql_in_config_is_refused(emulator_factory):
-    from federator.sql import SqlSyntaxError
+    from federator_contract.sql import SqlSyntaxError
 
     config = {
         "namespaces": [

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from federator.api.failovergroup import FailoverGroupSpec
 from federator.failover.conditions import assess, failback_instruction
 from federator.failover.state import Drain, GroupState, ProbeOutcome, Step, step
+from federator_contract.api.failovergroup import FailoverGroupSpec
 
 T0 = datetime(2026, 11, 1, 12, 0, 0, tzinfo=UTC)
 UP, DOWN = ProbeOutcome(True), ProbeOutcome(False, "connection refused")

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from federator.api.replicationtask import ReplicationTaskSpec
 from federator.planning.errors import PlanningError
 from federator.planning.following import followed_groups, resolve_following
 from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.taskconfig import FollowingSource
 
 FOLLOW = {"failoverGroupRef": {"name": "orders", "resumeSkewSeconds": 30}}
 
@@ -66,12 +67,9 @@ def test_the_source_reads_the_consumers_member_and_targets_write_to_the_producer
     target = following.spec.targets[0].event_hub
     assert target is not None and target.connection.secret_ref is not None
     assert target.connection.secret_ref.name == "weu-conn"
-    assert following.source == {
-        "group": "orders",
-        "member": "neu",
-        "switchedAt": "2026-11-01T12:00:00Z",
-        "skewSeconds": 30,
-    }
+    assert following.source == FollowingSource(
+        group="orders", member="neu", switched_at="2026-11-01T12:00:00Z", skew_seconds=30
+    )
     assert following.source_member == "neu"
     assert following.members == {
         "spec.source.serviceBus": "orders/neu",

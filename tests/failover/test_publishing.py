@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from federator.api.failovergroup import FailoverGroupSpec
 from federator.failover.publishing import RecordSet, dns_record_sets, endpoints_config_map
 from federator.failover.state import GroupState
 from federator.planning.task import Owner
+from federator_contract.api.failovergroup import FailoverGroupSpec
 
 SINCE = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 SPEC = FailoverGroupSpec.model_validate(

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from federator_spark.config import parse_task_config
+from federator_contract.taskconfig import TaskConfig
 from federator_spark.events import Event
 from federator_spark.following import Follower, known
 from federator_spark.plan import WritePlan, plan_from_task
@@ -47,7 +47,7 @@ def task_raw(
 
 
 def write_plan(tmp_path: Path, member: str, **options: Any) -> WritePlan:
-    return plan_from_task(parse_task_config(task_raw(tmp_path, member, **options)))
+    return plan_from_task(TaskConfig.from_raw(task_raw(tmp_path, member, **options)))
 
 
 def event(

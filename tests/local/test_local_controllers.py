@@ -28,7 +28,7 @@ from federator.local.model import LocalPlan, TaskRun
 from federator.local.plan import plan_local_run
 from federator.local.state import StateDir
 from federator.validation.documents import load_documents
-from federator_emulator.config import EmulatorConfig
+from federator_contract.emulatorconfig import EmulatorConfig
 from federator_emulator.server import RunningEmulator
 from federator_emulator.testing import EmulatorFactory, FakeCredential
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from federator import reasons
-from federator.local.observe import LogWatch, app_row, failed_marker, started_marker
+from federator.local.observe import LogWatch, app_row
 from federator.local.tally import Received, tally
 from federator.local.traffic import SentEvent, event_id
+from federator_contract.applog import failed_marker, started_marker
 
 STATUS = {
     "targets": {"a": {"eventsOut": 7, "deadLettered": 1}, "b": {"eventsOut": 3, "deadLettered": 0}},
@@ -73,7 +74,7 @@ def test_in_a_shared_application_a_failed_query_stalls_its_task_only(tmp_path: P
     log.write_text(
         "INFO federator_spark.pipeline: task default/a started (query 1)\n"
         "INFO federator_spark.pipeline: task default/b started (query 2)\n"
-        "ERROR federator.sparkhost: task default/a failed: TaskConfigError: no such queue\n"
+        "ERROR federator.host: task default/a failed: TaskConfigError: no such queue\n"
     )
     a.poll()
     b.poll()

@@ -15,7 +15,7 @@ from federator import reasons
 from federator.local.plan import LocalPlan, plan_local_run, with_emulator_connections
 from federator.local.state import StateDir
 from federator.validation.documents import Document, load_documents
-from federator_emulator.config import EmulatorConfig
+from federator_contract.emulatorconfig import EmulatorConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -148,14 +148,14 @@ def test_a_later_task_that_conflicts_is_blocked_and_the_first_runs(tmp_path: Pat
 
 def test_the_task_config_keeps_checkpoints_and_status_in_the_state_dir(tmp_path: Path) -> None:
     plan = plan_files(tmp_path, "eh-replication.yaml")
-    config = plan.tasks[0].task_config
+    config = json.loads(plan.tasks[0].task_config.to_json())  # as the app reads it
     task_dir = (tmp_path / "state" / "tasks" / "default" / "orders-replication").resolve()
 
     assert config["checkpointLocation"] == f"file://{task_dir / 'checkpoint'}"
     assert config["statusFile"] == str(task_dir / "status.json")
-    assert config["metricsPort"] is None
+    assert "metricsPort" not in config
     assert config["spec"]["delivery"] == {"effectivelyOnce": True}
-    assert config["metadata"] == {"name": "orders-replication", "namespace": "default", "generation": None}
+    assert config["metadata"] == {"name": "orders-replication", "namespace": "default"}
 
 
 def test_emulator_connections_are_added_for_the_tasks_own_namespaces(tmp_path: Path) -> None:
@@ -164,13 +164,13 @@ def test_emulator_connections_are_added_for_the_tasks_own_namespaces(tmp_path: P
 
     config = with_emulator_connections(plan.tasks[0], known)
 
-    assert config["emulatorConnections"] == {"primary": known["primary"], "secondary": known["secondary"]}
+    assert config.emulator_connections == {"primary": known["primary"], "secondary": known["secondary"]}
 
 
 def test_metrics_ports_count_up_from_the_first(tmp_path: Path) -> None:
     plan = plan_files(tmp_path, "eh-merge.yaml", metrics_port=9500)
 
-    assert [t.task_config["metricsPort"] for t in plan.tasks] == [9500, 9501]
+    assert [t.task_config.metrics_port for t in plan.tasks] == [9500, 9501]
 
 
 # ------------------------------------------------------------------------------------- secrets
@@ -192,8 +192,8 @@ def test_a_secret_document_provides_the_value_through_the_apps_environment_only(
 
     (run,) = plan.tasks
     assert run.secret_env == {"FEDERATOR_SECRET_SRC_CONNECTIONSTRING": value}
-    assert run.task_config["secretEnv"] == {"src/connectionString": "FEDERATOR_SECRET_SRC_CONNECTIONSTRING"}
-    assert "s3cr3t" not in json.dumps(run.task_config) and "s3cr3t" not in repr(run)
+    assert run.task_config.secret_env == {"src/connectionString": "FEDERATOR_SECRET_SRC_CONNECTIONSTRING"}
+    assert "s3cr3t" not in run.task_config.to_json() and "s3cr3t" not in repr(run)
 
 
 def test_an_environment_variable_wins_over_the_secret_document(tmp_path: Path) -> None:
@@ -243,7 +243,7 @@ def test_config_map_keys_an_editor_reads_become_files_in_the_state_dir(tmp_path:
     expected = (
         tmp_path / "state/tasks/default/payments-curated/config-maps/merchant-regions/regions.json"
     ).resolve()
-    assert run.task_config["configMapFiles"] == {"merchant-regions/regions.json": str(expected)}
+    assert run.task_config.config_map_files == {"merchant-regions/regions.json": str(expected)}
     assert run.files == {expected: b'{"m-001": "eu", "m-002": "us"}'}
     assert run.secret_env == {"FEDERATOR_SECRET_PAYMENTS_SIGNING_KEY_HMACKEY": "local-demo-key-change-me"}
 

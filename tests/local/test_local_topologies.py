@@ -18,6 +18,7 @@ from federator.local.plan import plan_local_run
 from federator.local.state import StateDir
 from federator.provision.members import MemberOutcome
 from federator.validation.documents import Document, load_documents
+from federator_contract.taskconfig import FollowingSource
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -65,7 +66,8 @@ def test_an_all_active_mirror_runs_one_task_per_ordered_pair_on_the_members_topi
         ns: {"topics": {"orders": []}, "queues": [], "eventHubs": []} for ns in ("west", "east", "north")
     }
     west_east = next(t for t in plan.tasks if t.name == "orders-west-east")
-    assert west_east.task_config["spec"]["source"]["serviceBus"]["subscriptionName"] == "repl-east"
+    west_east_source = west_east.task_config.spec.source.service_bus
+    assert west_east_source is not None and west_east_source.subscription_name == "repl-east"
     assert west_east.emulator_namespaces == ("west", "east")
     assert not plan.failed
 
@@ -143,18 +145,16 @@ def test_a_following_task_runs_with_the_member_the_group_publishes(tmp_path: Pat
     )
 
     assert isinstance(run, TaskRun)
-    source = run.task_config["spec"]["source"]["serviceBus"]
-    assert source["connection"] == {"emulator": {"namespace": "secondary"}}  # consumers' member for sources
+    source = run.task_config.spec.source.service_bus
+    assert source is not None and source.connection.emulator is not None
+    assert source.connection.emulator.namespace == "secondary"  # the consumers' member for sources
     assert run.emulator_namespaces == ("secondary", "archive")
     assert run.followed_members == {"spec.source.serviceBus": "orders/secondary"}
-    assert run.task_config["following"] == {
-        "group": "orders",
-        "member": "secondary",
-        "switchedAt": "2026-11-01T12:03:10Z",
-        "skewSeconds": 30,
-    }
+    assert run.task_config.following == FollowingSource(
+        group="orders", member="secondary", switched_at="2026-11-01T12:03:10Z", skew_seconds=30
+    )
     # One checkpoint location whichever member it reads: the app keeps each member's positions under it.
-    assert run.task_config["checkpointLocation"].endswith("/tasks/default/orders-archive/checkpoint")
+    assert run.task_config.checkpoint_location.endswith("/tasks/default/orders-archive/checkpoint")
     assert group.spec.mode == "automatic"
 
 

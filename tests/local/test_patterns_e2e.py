@@ -136,7 +136,7 @@ def test_all_active_delivers_each_message_once_to_every_other_topic_and_never_ba
     assert "mirror default/orders: Ready (Mirroring) - 3 members provisioned, 6 pairs replicating" in output
     assert "mirror default/orders: members provisioned: west, east, north of 3" in output  # the final table
     # One Spark application (one JVM) runs the mirror's six tasks.
-    assert "federator.local.sparkhost" in commands(tree)
+    assert "federator_spark.host" in commands(tree)
     assert len([c for _, c in tree.values() if c.split(" ", 1)[0].endswith("/java")]) == 1
     assert survivors(tree) == []
 

@@ -14,7 +14,7 @@ from azure.eventhub import EventData, EventHubProducerClient
 from federator.local.plan import plan_local_run
 from federator.local.session import LocalSession
 from federator.local.state import StateDir
-from federator_emulator.config import EmulatorConfig
+from federator_contract.emulatorconfig import EmulatorConfig
 
 pytestmark = pytest.mark.slow
 

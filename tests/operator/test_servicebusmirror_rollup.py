@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.planning.mirror import plan_mirror
 from federator.provision.members import MemberOutcome
 from federator.reconcile.servicebusmirror import Pair, pairs_of, rollup
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 
 
 def spec(pattern: str, members: list[str], **extra: Any) -> ServiceBusMirrorSpec:

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
 from federator.observe.sparkapps import APACHE_PHASES, KUBEFLOW_PHASES, camel, observe
-
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "crds"
+from support.spark_crds import served_schema
 
 
 def test_every_apache_state_in_the_real_crd_is_mapped() -> None:
-    crd = yaml.safe_load((REFERENCE / "apache-sparkapplications.spark.apache.org-v1.yaml").read_text())
-    v1 = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
-    summary = v1["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["currentState"][
-        "properties"
-    ]["currentStateSummary"]
+    status = served_schema("apache")["properties"]["status"]["properties"]
+    summary = status["currentState"]["properties"]["currentStateSummary"]
     assert set(summary["enum"]) <= set(APACHE_PHASES)
 
 

@@ -6,22 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 
-from federator.api.replicationtask import ReplicationTaskSpec
 from federator.planning.launchers import LAUNCHERS, render_spark_application
 from federator.planning.task import TaskPlan, plan_replication_task
 from federator.settings import OperatorSettings
-from federator.validation.schema import crd_root_json_schema
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from support.spark_crds import crd_errors
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE_CRDS = ROOT.parent / "shared" / "reference" / "crds"
-CRD_FILES = {
-    "kubeflow": ("kubeflow-sparkoperator.k8s.io_sparkapplications.yaml", "v1beta2"),
-    "apache": ("apache-sparkapplications.spark.apache.org-v1.yaml", "v1"),
-}
 EDITORS = [
     {"validate": {"schemaConfigMapRef": {"name": "schemas", "key": "order.json"}}},
     {
@@ -53,14 +47,6 @@ def _plan(editors: list[dict[str, Any]]) -> TaskPlan:
     return plan_replication_task(name="orders", namespace="messaging", spec=spec, settings=OperatorSettings())
 
 
-def _crd_errors(launcher: str, app: dict[str, Any]) -> list[str]:
-    file, version = CRD_FILES[launcher]
-    crd = yaml.safe_load((REFERENCE_CRDS / file).read_text(encoding="utf-8"))
-    served = next(v for v in crd["spec"]["versions"] if v["name"] == version)
-    validator = jsonschema.Draft202012Validator(crd_root_json_schema(served["schema"]["openAPIV3Schema"]))
-    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(app)]
-
-
 def test_the_task_config_names_a_file_for_each_config_map_key_once() -> None:
     config = json.loads(_plan(EDITORS).config_map["data"]["task.json"])
     assert config["configMapFiles"] == {
@@ -90,7 +76,7 @@ def _pods(launcher: str, app: dict[str, Any]) -> tuple[list[dict[str, Any]], lis
 def test_each_config_map_is_one_read_only_volume_mounted_where_the_task_config_says(launcher: str) -> None:
     plan = _plan(EDITORS)
     app = render_spark_application(launcher, plan.spark_app)  # type: ignore[arg-type]
-    assert _crd_errors(launcher, app) == []
+    assert crd_errors(launcher, app) == []
     volumes, mounts_per_pod = _pods(launcher, app)
     config_maps = {
         v["configMap"]["name"]: v for v in volumes if "configMap" in v and v["name"] != "federator-task"

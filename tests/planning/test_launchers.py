@@ -3,35 +3,20 @@ references to Secrets."""
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 
-from federator.api.replicationtask import ReplicationTaskSpec
 from federator.planning.launchers import LAUNCHERS, render_spark_application
 from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
-from federator.validation.schema import crd_root_json_schema
 from federator.validation.secrets import secret_shape
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from support.spark_crds import crd_errors, validator
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE_CRDS = ROOT.parent / "shared" / "reference" / "crds"
-CRD_FILES = {
-    "kubeflow": ("kubeflow-sparkoperator.k8s.io_sparkapplications.yaml", "v1beta2"),
-    "apache": ("apache-sparkapplications.spark.apache.org-v1.yaml", "v1"),
-}
-
-
-@cache
-def _validator(launcher: str) -> jsonschema.Draft202012Validator:
-    file, version = CRD_FILES[launcher]
-    crd = yaml.safe_load((REFERENCE_CRDS / file).read_text(encoding="utf-8"))
-    served = next(v for v in crd["spec"]["versions"] if v["name"] == version)
-    return jsonschema.Draft202012Validator(crd_root_json_schema(served["schema"]["openAPIV3Schema"]))
 
 
 def _rendered(launcher: str, example: str = "eh-replication-cluster.yaml") -> dict[str, Any]:
@@ -50,17 +35,14 @@ def _rendered(launcher: str, example: str = "eh-replication-cluster.yaml") -> di
 @pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
 def test_rendered_application_validates_against_the_operator_crd(launcher: str) -> None:
     app = _rendered(launcher)
-    errors = [
-        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in _validator(launcher).iter_errors(app)
-    ]
-    assert errors == []
+    assert crd_errors(launcher, app) == []
 
 
 @pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
 def test_the_validator_would_catch_a_malformed_application(launcher: str) -> None:
     app = _rendered(launcher)
     app["spec"]["unknownField"] = True
-    assert list(_validator(launcher).iter_errors(app)), "the CRD schema check must be able to fail"
+    assert list(validator(launcher).iter_errors(app)), "the CRD schema check must be able to fail"
 
 
 def _strings(value: Any) -> list[str]:

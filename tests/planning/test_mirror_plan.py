@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.planning.mirror import MirrorPlan, plan_mirror
-from federator.sql import SqlMessage, parse_action, parse_filter
 from federator.validation import validate_object
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.sql import SqlMessage, parse_action, parse_filter
 
 
 def _spec(pattern: str, members: list[str], **extra: Any) -> ServiceBusMirrorSpec:

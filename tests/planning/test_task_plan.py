@@ -10,10 +10,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from federator.api.replicationtask import ReplicationTaskSpec
 from federator.planning.errors import PlanningError
 from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
+from federator_contract.api.replicationtask import ReplicationTaskSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -85,7 +85,7 @@ def test_checkpoint_defaults_to_the_operator_volume_with_a_per_task_path() -> No
 
 def test_an_object_store_checkpoint_needs_no_volume() -> None:
     name, namespace, spec = _cluster_task()
-    from federator.api.replicationtask import Checkpoint
+    from federator_contract.api.replicationtask import Checkpoint
 
     uri = "abfss://ck@acct.dfs.core.windows.net/orders"
     on_store = spec.model_copy(

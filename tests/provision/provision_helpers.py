@@ -9,8 +9,8 @@ from typing import Any
 from azure.core.credentials_async import AsyncTokenCredential
 
 from federator import metrics
-from federator.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
 from federator.provision.credentials import CredentialSource
+from federator_contract.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
 from federator_emulator.server import RunningEmulator
 from federator_emulator.testing import AsyncFakeCredential
 

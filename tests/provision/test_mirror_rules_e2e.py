@@ -21,14 +21,14 @@ from azure.servicebus.aio import ServiceBusClient
 from azure.servicebus.management import ServiceBusAdministrationClient
 from provision_helpers import K8S_NS, NAMESPACES, emulator_member, management_connection_string
 
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.kube.client import KubeClient
 from federator.planning.mirror import MirrorPlan, plan_mirror
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import provision_member
 from federator.provision.model import desired_by_member
 from federator.reconcile.servicebusmirror import pairs_of
-from federator.sql import Dialect, SqlMessage, parse_filter
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.sql import Dialect, SqlMessage, parse_filter
 from federator_emulator.server import RunningEmulator
 
 WAIT = 1.0

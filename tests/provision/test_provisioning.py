@@ -19,12 +19,12 @@ from provision_helpers import (
     writes,
 )
 
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.kube.client import KubeClient
 from federator.planning.mirror import plan_mirror
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome, deprovision_member, provision_member
 from federator.provision.model import desired_by_member
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 from federator_emulator.server import RunningEmulator
 from support.kube import KubeServer
 

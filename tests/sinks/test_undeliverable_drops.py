@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient
 
-from federator_spark.config import parse_task_config
+from federator_contract.taskconfig import TaskConfig
 from federator_spark.plan import plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
 from support.rows import event_row
@@ -40,7 +40,7 @@ def write(emulator: Any, tmp_path: Any, **endpoints: Any) -> Any:
         "checkpointLocation": str(tmp_path / "checkpoint"),
         "emulatorConnections": {"basic": emulator.connection_string("basic")},
     }
-    writer = ReplicationWriter(plan_from_task(parse_task_config(raw)))
+    writer = ReplicationWriter(plan_from_task(TaskConfig.from_raw(raw)))
     (report,) = writer.write(iter([event_row(0, b"e0"), event_row(1, LARGE), event_row(2, b"e2")])).reports
     return report
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from federator.sql import Dialect, parse_filter
+from federator_contract.sql import Dialect, parse_filter
 from federator_spark.events import Event, EventMessage
 from federator_spark.property_types import read, typed
 

@@ -109,10 +109,10 @@ def task_config(
 
 def run_task(spark: Any, raw: dict[str, Any]) -> Any:
     """Run the task over what the source holds now (availableNow) and return the finished query."""
+    from federator_contract.taskconfig import TaskConfig
     from federator_spark import pipeline
-    from federator_spark.config import parse_task_config
 
-    query = pipeline.start(spark, parse_task_config(json.loads(json.dumps(raw))), available_now=True)
+    query = pipeline.start(spark, TaskConfig.from_raw(json.loads(json.dumps(raw))), available_now=True)
     query.awaitTermination(timeout=120)
     if query.isActive:
         query.stop()

@@ -17,7 +17,7 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from spark_helpers import eh_endpoint, prop, read_all, run_task, start_app, task_config
 
-from federator_emulator.config import EventHubConfig
+from federator_contract.emulatorconfig import EventHubConfig
 
 pytestmark = pytest.mark.slow
 
@@ -226,10 +226,10 @@ def run_failing(spark: Any, raw: dict[str, Any]) -> str:
     """Run the task (availableNow) expecting it to fail; returns the failure."""
     from pyspark.errors import StreamingQueryException
 
+    from federator_contract.taskconfig import TaskConfig
     from federator_spark import pipeline
-    from federator_spark.config import parse_task_config
 
-    query = pipeline.start(spark, parse_task_config(json.loads(json.dumps(raw))), available_now=True)
+    query = pipeline.start(spark, TaskConfig.from_raw(json.loads(json.dumps(raw))), available_now=True)
     try:
         query.awaitTermination(timeout=120)
     except StreamingQueryException as failure:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from federator.sql import SqlMessage, parse_action, parse_filter
+from federator_contract.sql import SqlMessage, parse_action, parse_filter
 
 
 def applied(text: str, system: dict[str, Any] | None = None, **user: Any) -> SqlMessage:
@@ -110,7 +110,7 @@ def test_remove_system_property() -> None:
 
 
 def test_value_that_cannot_convert_leaves_system_property_unchanged(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="federator.sql.actions"):
+    with caplog.at_level(logging.WARNING, logger="federator_contract.sql.actions"):
         msg = applied("SET sys.TimeToLive = ttl", {"TimeToLive": timedelta(minutes=1)}, ttl="soon")
     assert msg.system == {"TimeToLive": timedelta(minutes=1)}
     assert "sys.TimeToLive unchanged" in caplog.text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from federator.sql import CorrelationFilter, SqlMessage
+from federator_contract.sql import CorrelationFilter, SqlMessage
 
 MESSAGE = SqlMessage(
     system={

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from federator.sql import Dialect, SqlSyntaxError, parse_action, parse_filter
+from federator_contract.sql import Dialect, SqlSyntaxError, parse_action, parse_filter
 
 
 def refusal(parse: Any, text: str, **kwargs: Any) -> tuple[str, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from federator.sql import Dialect, SqlMessage, SqlSyntaxError, parse_action, parse_filter
+from federator_contract.sql import Dialect, SqlMessage, SqlSyntaxError, parse_action, parse_filter
 
 BODY = {
     "order": {"id": 42, "status": "shipped", "total": 99.5, "express": True, "note": None},

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from federator.sql import Dialect, SqlMessage, parse_filter
+from federator_contract.sql import Dialect, SqlMessage, parse_filter
 
 
 def message(system: dict[str, Any] | None = None, **user: Any) -> SqlMessage:

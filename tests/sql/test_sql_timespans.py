@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from federator.sql import SYSTEM_PROPERTIES, format_timespan, parse_timespan
+from federator_contract.sql import SYSTEM_PROPERTIES, format_timespan, parse_timespan
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "crds"
 VERBS = {"get", "list", "watch", "create", "patch", "update", "delete", "deletecollection"}
 
-# The two Spark operators Federator can drive. Declared statically: their CRDs (in the shared
-# reference folder) are about 20,000 lines and are not part of this repository.
+# The two Spark operators Federator can drive. Declared statically (their CRDs, vendored in
+# tests/fixtures/spark-operator-crds for schema checks, are about 20,000 lines to parse).
 SPARK = {
     "sparkoperator.k8s.io/v1beta2/sparkapplications": "SparkApplication",  # kubeflow spark-operator
     "spark.apache.org/v1/sparkapplications": "SparkApplication",  # apache spark-kubernetes-operator

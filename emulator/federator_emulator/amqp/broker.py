@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from federator_emulator import auth
-from federator_emulator.amqp import eventhubs, servicebus
+from federator_emulator.amqp import eventhubs, sbmanagement, servicebus
 from federator_emulator.amqp.cbs import CbsNode
 from federator_emulator.amqp.endpoints import (
     INTERNAL_ERROR,
@@ -168,7 +168,8 @@ class Broker:
             if not (ctx.grants.allows(entity) if entity else ctx.grants.any_valid()):
                 raise Refused(UNAUTHORIZED, f"no valid CBS token for {address!r}")
             if entity:
-                return self._reply_or(ctx, link, lambda: servicebus.management_node(ctx, link, entity))
+                parts = entity.split("/")
+                return self._reply_or(ctx, link, lambda: sbmanagement.Management(ctx, link, parts))
             return self._reply_or(ctx, link, lambda: eventhubs.Management(ctx, link))
         if not ctx.grants.allows(path):
             raise Refused(UNAUTHORIZED, f"no valid CBS token for {address!r}")

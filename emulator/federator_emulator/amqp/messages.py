@@ -7,6 +7,7 @@ from typing import Any
 
 from proton import symbol, timestamp, uint
 
+from federator_contract.sql import SqlMessage
 from federator_emulator.amqp import codec
 from federator_emulator.state.servicebus import SbMessage
 
@@ -64,9 +65,7 @@ class AmqpInbound:
         scheduled = annotations.get(SCHEDULED_ENQUEUE_TIME)
         self.scheduled_at: float | None = scheduled / 1000 if scheduled else None
 
-    def sql_view(self) -> Any:
-        from federator.sql import SqlMessage
-
+    def sql_view(self) -> SqlMessage:
         properties = list(self._sections.get(codec.PROPERTIES) or [])
         system: dict[str, Any] = {}
         for name, index in _PROPERTY_FIELDS.items():

@@ -33,13 +33,6 @@ _OK = (200, "OK")
 _NO_CONTENT = (204, "No Content")
 
 
-class OperationError(Exception):
-    def __init__(self, status: int, condition: str, description: str) -> None:
-        super().__init__(description)
-        self.status = status
-        self.condition = condition
-
-
 def _array(type_code: int, values: list[Any]) -> Array:
     return Array(UNDESCRIBED, type_code, *values)  # type: ignore[arg-type]
 

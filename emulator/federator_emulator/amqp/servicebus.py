@@ -96,12 +96,6 @@ def dotnet_ticks(epoch_seconds: float) -> int:
     return _DOTNET_EPOCH_TICKS + int(epoch_seconds * 10_000_000)
 
 
-def management_node(ctx: ConnectionContext, link: Link, entity_path: str) -> Endpoint:
-    from federator_emulator.amqp.sbmanagement import Management
-
-    return Management(ctx, link, entity_path.split("/"))
-
-
 def send_inbound(target: Queue | Topic, payload: bytes) -> None:
     """Store one client message, or every message of a batch envelope."""
     batch = codec.split_batch(payload)

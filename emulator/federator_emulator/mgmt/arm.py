@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from federator_emulator.config import QueueConfig, SubscriptionConfig, TopicConfig
+from federator_contract.emulatorconfig import QueueConfig, SubscriptionConfig, TopicConfig
 from federator_emulator.mgmt import entities
 from federator_emulator.mgmt.common import Backend, MgmtError, as_mgmt_error
 from federator_emulator.mgmt.entities import Counts, Put, QueueView, SubscriptionView, TopicView

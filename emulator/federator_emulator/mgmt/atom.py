@@ -14,8 +14,8 @@ from typing import Any
 
 from aiohttp import web
 
+from federator_contract.emulatorconfig import QueueConfig, SubscriptionConfig, TopicConfig
 from federator_emulator import auth
-from federator_emulator.config import QueueConfig, SubscriptionConfig, TopicConfig
 from federator_emulator.mgmt import atomxml, entities
 from federator_emulator.mgmt.arm import Handler
 from federator_emulator.mgmt.common import Backend, MgmtError, as_mgmt_error

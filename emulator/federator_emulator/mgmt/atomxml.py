@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from federator_emulator.config import CorrelationFilterConfig, RuleConfig
+from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig
 from federator_emulator.mgmt.entities import Counts
 from federator_emulator.mgmt.mapping import CORRELATION_FIELDS, FALSE_SQL, PROPERTIES, TRUE_SQL
 

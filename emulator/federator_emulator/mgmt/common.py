@@ -10,7 +10,8 @@ from typing import Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from federator_emulator.config import DnsZoneConfig
+from federator_contract.emulatorconfig import DnsZoneConfig
+from federator_contract.sql import SqlSyntaxError
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.namespace import EntityExists, NamespaceState
 
@@ -36,8 +37,6 @@ class MgmtError(Exception):
 
 def as_mgmt_error(exc: Exception) -> MgmtError | None:
     """The HTTP error for a state or validation exception; None if it is a bug."""
-    from federator.sql import SqlSyntaxError  # like state.rules: only rule handling needs the operator
-
     if isinstance(exc, MgmtError):
         return exc
     if isinstance(exc, UnknownEntity):

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from federator_emulator.config import DnsZoneConfig
+from federator_contract.emulatorconfig import DnsZoneConfig
 from federator_emulator.mgmt.arm import guarded, json_body
 from federator_emulator.mgmt.common import MgmtError
 

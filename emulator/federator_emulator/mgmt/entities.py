@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from federator_emulator.config import QueueConfig, RuleConfig, SubscriptionConfig, TopicConfig
+from federator_contract.emulatorconfig import QueueConfig, RuleConfig, SubscriptionConfig, TopicConfig
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.namespace import EntityExists, NamespaceState
 from federator_emulator.state.servicebus import MessageState, ReceivableEntity
@@ -174,7 +174,7 @@ def list_rules(state: NamespaceState, topic: str, subscription: str) -> list[Rul
 def put_rule(
     state: NamespaceState, topic: str, subscription: str, config: RuleConfig, mode: Put
 ) -> tuple[bool, RuleConfig]:
-    """Raises ``federator.sql.SqlSyntaxError`` for malformed SQL, leaving the old rule in place."""
+    """Raises ``federator_contract.sql.SqlSyntaxError`` for malformed SQL, leaving the old rule in place."""
     sub = state.topic(topic).subscription(subscription)
     exists = config.name.lower() in sub.rules
     _check_put(exists, mode, f"rule {config.name!r} on {sub.path}")

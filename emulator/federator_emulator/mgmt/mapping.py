@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from federator_emulator.config import CorrelationFilterConfig, RuleConfig
+from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig
 from federator_emulator.mgmt import durations
 
 M = TypeVar("M", bound=BaseModel)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from federator_emulator.config import DnsZoneConfig, NamespaceConfig
+from federator_contract.emulatorconfig import DnsZoneConfig, NamespaceConfig
 from federator_emulator.mgmt import tls
 from federator_emulator.mgmt.arm import ArmApi
 from federator_emulator.mgmt.atom import AtomApi

@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from federator_emulator.config import EventHubConfig
+from federator_contract.emulatorconfig import EventHubConfig
 
 
 class UnknownEntity(LookupError):

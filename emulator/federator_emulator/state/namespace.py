@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from federator_emulator.config import (
+from federator_contract.emulatorconfig import (
     EventHubConfig,
     NamespaceConfig,
     QueueConfig,
@@ -150,7 +150,7 @@ class NamespaceState:
     def create_rule(self, topic: str, subscription: str, config: RuleConfig) -> None:
         """Add or replace a rule; the next message sent to the topic is filtered by it.
 
-        Raises ``federator.sql.SqlSyntaxError`` for malformed SQL.
+        Raises ``federator_contract.sql.SqlSyntaxError`` for malformed SQL.
         """
         self.topic(topic).subscription(subscription).put_rule(config)
 

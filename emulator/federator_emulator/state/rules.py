@@ -1,11 +1,12 @@
-"""Subscription rules: a filter plus an optional action, compiled with ``federator.sql``."""
+"""Subscription rules: a filter plus an optional action, compiled with ``federator_contract.sql``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from federator_emulator.config import DEFAULT_RULE_NAME, RuleConfig
+from federator_contract import sql
+from federator_contract.emulatorconfig import DEFAULT_RULE_NAME, RuleConfig
 
 
 class _Filter(Protocol):
@@ -33,9 +34,7 @@ class Rule:
 
 
 def compile_rule(config: RuleConfig) -> Rule:
-    """Parse the rule's SQL; raises ``federator.sql.SqlSyntaxError`` on malformed text."""
-    from federator import sql  # the operator package; imported late so EH-only use needs nothing of it
-
+    """Parse the rule's SQL; raises ``federator_contract.sql.SqlSyntaxError`` on malformed text."""
     rule_filter: _Filter
     if config.sql_filter is not None:
         rule_filter = sql.parse_filter(config.sql_filter)

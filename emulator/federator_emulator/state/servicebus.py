@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from federator_emulator.config import QueueConfig, SubscriptionConfig
+from federator_contract.emulatorconfig import QueueConfig, SubscriptionConfig
 from federator_emulator.state.journal import Journal
 from federator_emulator.state.sessions import SessionLock, SessionRegistry, SessionUnavailable
 
@@ -46,7 +46,7 @@ class Inbound(Protocol):
     scheduled_at: float | None
 
     def sql_view(self) -> Any:
-        """A ``federator.sql.SqlMessage`` of the message's properties."""
+        """A ``federator_contract.sql.SqlMessage`` of the message's properties."""
 
     def rewritten(self, view: Any) -> Inbound:
         """The message re-encoded with the (action-modified) properties of ``view``."""

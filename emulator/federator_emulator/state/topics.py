@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from federator_emulator.config import RuleConfig, SubscriptionConfig, TopicConfig
+from federator_contract.emulatorconfig import RuleConfig, SubscriptionConfig, TopicConfig
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.journal import Journal
 from federator_emulator.state.rules import Rule, compile_rule, default_rule

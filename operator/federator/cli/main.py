@@ -26,11 +26,6 @@ err = Console(stderr=True, soft_wrap=True)
 Files = Annotated[list[Path], typer.Option("-f", "--filename", help="Manifest file(s); repeat the option.")]
 
 
-def _not_built(what: str, issue: str) -> None:
-    err.print(f"[yellow]`federator {what}` is not built yet[/] (tracked in {issue}); nothing was done.")
-    raise typer.Exit(code=3)
-
-
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
@@ -51,8 +46,8 @@ def crds(
     ] = None,
 ) -> None:
     """Print (or write) the CustomResourceDefinitions generated from the API models."""
-    from federator.api.crdgen import render_all
-    from federator.api.docgen import render_reference
+    from federator.crds.generate import render_all
+    from federator.crds.reference import render_reference
 
     if reference is not None:
         reference.write_text(render_reference(), encoding="utf-8")
@@ -90,7 +85,7 @@ def render(
     """Print what the operator would create for the manifests (the GitOps preview)."""
     import yaml
 
-    from federator.planning.preview import preview_document
+    from federator.cli.render import preview_document
     from federator.settings import OperatorSettings
     from federator.validation.documents import ManifestError, load_documents
 
@@ -219,11 +214,11 @@ def emulator(
     ] = None,
 ) -> None:
     """Run the local Event Hubs + Service Bus emulator in the foreground (SIGTERM stops it)."""
-    try:
-        from federator_emulator.server import run_forever
-    except ImportError:
-        _not_built("emulator", "issue #3")
-    raise typer.Exit(code=run_forever(config, data_dir, ready_file))
+    # The emulator is its own distribution (federator-emulator): this process becomes it.
+    argv = [sys.executable, "-m", "federator_emulator", "--config", str(config)]
+    argv += ["--data-dir", str(data_dir)] if data_dir is not None else []
+    argv += ["--ready-file", str(ready_file)] if ready_file is not None else []
+    os.execv(argv[0], argv)
 
 
 @app.command()

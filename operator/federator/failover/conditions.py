@@ -5,10 +5,10 @@ and `FailedOver`, which says where the group is and how to get back."""
 from __future__ import annotations
 
 from federator import reasons
-from federator.api.failovergroup import FailoverGroupSpec
 from federator.failover.state import GroupState
 from federator.status import conditions as cond
 from federator.status.conditions import ConditionUpdate
+from federator_contract.api.failovergroup import FailoverGroupSpec
 
 FAILED_OVER = "FailedOver"
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from federator import reasons
-from federator.api.base import EndpointConnection, NamespaceConnection
 from federator.planning.errors import PlanningError
 from federator.provision.secrets import SecretSource, secret_values
+from federator_contract.api.base import EndpointConnection, NamespaceConnection
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ from azure.mgmt.dns.aio import DnsManagementClient
 from azure.mgmt.dns.models import CnameRecord, SrvRecord
 from azure.mgmt.dns.models import RecordSet as AzureRecordSet
 
-from federator.api.failovergroup import DnsZone
 from federator.failover.publishing import RecordSet
 from federator.provision.credentials import build_credential, credential_source
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import classify
 from federator.provision.secrets import SecretSource
 from federator.provision.transport import CountingTransport
+from federator_contract.api.failovergroup import DnsZone
 
 
 class DnsPublisher:

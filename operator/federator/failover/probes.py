@@ -15,11 +15,11 @@ from azure.eventhub.aio import EventHubConsumerClient
 from azure.identity.aio import DefaultAzureCredential
 from azure.servicebus.aio import ServiceBusClient, ServiceBusReceiver
 
-from federator.api.base import QueueOrSubscription
-from federator.api.failovergroup import ProbeEntity
 from federator.failover.connections import MemberConnection
 from federator.failover.state import ProbeOutcome
 from federator.validation.secrets import secret_shape
+from federator_contract.api.base import QueueOrSubscription
+from federator_contract.api.failovergroup import ProbeEntity
 
 # A probe is one attempt: the SDKs' own retries would stretch a failure beyond the probe's timeout.
 _NO_RETRY: dict[str, Any] = {"retry_total": 0}

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from federator.api.failovergroup import FailoverGroupSpec, FailoverMember
 from federator.failover.state import GroupState
 from federator.planning.task import MANAGED_BY, Owner
 from federator.status.conditions import timestamp
+from federator_contract.api.failovergroup import FailoverGroupSpec, FailoverMember
 
 SRV_PREFIX = "_azure_servicebus._amqp"
 # (priority, weight, port): AMQP over TLS preferred, AMQP over WebSockets as the fallback.

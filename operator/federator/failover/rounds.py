@@ -8,10 +8,10 @@ import asyncio
 from collections.abc import Mapping
 from datetime import datetime
 
-from federator.api.failovergroup import FailoverGroupSpec
 from federator.failover.connections import MemberConnection
 from federator.failover.probes import EntityRef, Prober, describe
 from federator.failover.state import Drain, GroupState, Step, step
+from federator_contract.api.failovergroup import FailoverGroupSpec
 
 
 async def probe_and_step(

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from federator.api.failovergroup import FailoverGroupSpec
 from federator.status.conditions import timestamp
 from federator.status.events import Note
+from federator_contract.api.failovergroup import FailoverGroupSpec
 
 Phase = Literal["Normal", "FailedOver", "FailingBack"]
 Roles = Literal["producers", "consumers", "both"]

@@ -8,12 +8,9 @@ while a blip between two probes must not flip a task's health in Argo CD. Alert 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from federator import reasons
-from federator.api.base import GROUP, VERSION
-from federator.api.replicationtask import ReplicationTaskSpec
 from federator.failover.connections import resolve_connection
 from federator.failover.probes import EntityRef
 from federator.failover.runtime import FailoverRuntime
@@ -24,6 +21,9 @@ from federator.planning.task import TASK_CONFIG_KEY, TaskPlan
 from federator.provision.errors import ManagementError
 from federator.status.conditions import ConditionUpdate
 from federator.status.events import Note
+from federator_contract.api.base import GROUP, VERSION
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
 
 FAILOVER_GROUPS = ResourceRef(f"{GROUP}/{VERSION}", "failovergroups")
 SOURCE_REACHABLE = "SourceReachable"
@@ -75,13 +75,12 @@ async def member_switch(client: KubeClient, plan: TaskPlan, following: Following
         return None
     meta = plan.config_map["metadata"]
     stored = await client.get(CONFIGMAPS.path(meta["namespace"], meta["name"]))
+    text = ((stored or {}).get("data") or {}).get(TASK_CONFIG_KEY)
     try:
-        before = json.loads(((stored or {}).get("data") or {}).get(TASK_CONFIG_KEY, "{}")).get(
-            "followedMembers"
-        )
-    except ValueError:
+        before = TaskConfig.from_json(text).followed_members if text else {}
+    except TaskConfigError:  # edited by hand: drift, which the pass restores
         return None
-    if not isinstance(before, dict) or before == following.members:
+    if not before or before == following.members:
         return None
     changes = [
         f"{path} uses {member} (was {before.get(path, 'nothing')})"

@@ -10,12 +10,12 @@ from typing import Any
 import kopf
 
 from federator import metrics
-from federator.api.base import GROUP, VERSION
 from federator.failover.runtime import runtime_of
 from federator.handlers.pacing import pause
 from federator.handlers.reporting import report
 from federator.kube.client import ResourceRef
 from federator.reconcile.failovergroup import GroupResult, delete_children, reconcile
+from federator_contract.api.base import GROUP, VERSION
 
 RESOURCE = (GROUP, VERSION, "failovergroups")
 KIND = "FailoverGroup"

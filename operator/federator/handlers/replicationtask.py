@@ -8,13 +8,13 @@ from typing import Any
 import kopf
 
 from federator import metrics
-from federator.api.base import GROUP, VERSION
 from federator.failover.runtime import runtime_of
 from federator.handlers.pacing import pause
 from federator.handlers.reporting import report
 from federator.kube.client import ResourceRef
 from federator.reconcile.replicationtask import delete_children, reconcile
 from federator.status.results import Result
+from federator_contract.api.base import GROUP, VERSION
 
 RESOURCE = (GROUP, VERSION, "replicationtasks")
 KIND = "ReplicationTask"

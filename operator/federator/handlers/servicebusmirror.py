@@ -10,7 +10,6 @@ from typing import Any
 import kopf
 
 from federator import metrics
-from federator.api.base import GROUP, VERSION
 from federator.handlers.pacing import pause
 from federator.handlers.reporting import report
 from federator.kube.client import ResourceRef
@@ -19,6 +18,7 @@ from federator.provision.errors import backoff_seconds
 from federator.provision.schedule import ProvisionSchedule
 from federator.reconcile.servicebusmirror import delete_mirror, reconcile
 from federator.status.results import Result
+from federator_contract.api.base import GROUP, VERSION
 
 RESOURCE = (GROUP, VERSION, "servicebusmirrors")
 KIND = "ServiceBusMirror"

@@ -1,12 +1,11 @@
 """The Spark applications of a local run. A task runs in an application of its own (`python -m
 federator_spark`, as in a cluster), except the tasks a mirror generates: they share one application
-(`python -m federator.local.sparkhost`, one query each), since every JVM costs its own background work
+(`python -m federator_spark.host`, one query each), since every JVM costs its own background work
 and a mirror's tasks share their settings. An application is started again (`restart`) when its tasks
 change: a followed group switched, or a mirror's further pair became ready."""
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,10 +15,12 @@ from typing import Any
 
 from federator import reasons
 from federator.local.model import TaskRun
-from federator.local.observe import LogWatch, TaskRow, app_row, failed_marker, read_status, started_marker
+from federator.local.observe import LogWatch, TaskRow, app_row, read_status
 from federator.local.plan import with_emulator_connections
-from federator.local.state import StateDir, write_atomically
+from federator.local.state import StateDir
 from federator.local.supervisor import ManagedProcess, spawn
+from federator_contract.applog import failed_marker, started_marker
+from federator_contract.files import write_atomically
 
 LOCAL_SPARK_CONF = {
     "spark.ui.enabled": "false",
@@ -77,7 +78,7 @@ def launch(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
         config_path = state.task_config(task.namespace, task.name)
-        write_atomically(config_path, json.dumps(with_emulator_connections(task, connections), indent=2))
+        write_atomically(config_path, with_emulator_connections(task, connections).to_json())
         configs.append(config_path)
     first = tasks[0]
     if first.mirror is None:
@@ -86,7 +87,7 @@ def launch(
     else:
         namespace, mirror = first.mirror.split("/", 1)
         name, log_path = f"mirror {first.mirror}", state.mirror_dir(namespace, mirror) / "app.log"
-        argv = [sys.executable, "-m", "federator.local.sparkhost"]
+        argv = [sys.executable, "-m", "federator_spark.host"]
         argv += [arg for path in configs for arg in ("--task-config", str(path))]
     shared = first.mirror is not None
     logs = {

@@ -13,7 +13,6 @@ import time
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
-from federator.api.failovergroup import FailoverGroupSpec
 from federator.failover.probes import Prober
 from federator.local.groups import GroupLoop
 from federator.local.management import amqp_connection_strings, emulator_environment
@@ -24,6 +23,7 @@ from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome
 from federator.provision.schedule import ProvisionSchedule
 from federator.reasons import MANAGEMENT_UNAVAILABLE
+from federator_contract.api.failovergroup import FailoverGroupSpec
 
 T = TypeVar("T")
 FIRST_PASS_SECONDS = 120.0

@@ -33,7 +33,7 @@ from federator.local.tally import TargetTally, read_event_hub, tally
 from federator.local.traffic import SentEvent, TrafficGenerator
 from federator.local.view import LiveView
 from federator.validation.documents import Document
-from federator_emulator.config import EmulatorConfig
+from federator_contract.emulatorconfig import EmulatorConfig
 
 TASK = "default/demo-orders"
 MANIFEST = """\

@@ -14,13 +14,13 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from federator.api.base import EndpointConnection
-from federator.api.failovergroup import FailoverGroupSpec
-from federator.api.replicationtask import Endpoint, ReplicationTaskSpec
 from federator.failover.probes import EntityRef
 from federator.failover.rounds import probe_entity
 from federator.provision.model import queue_path, subscription_path
-from federator_emulator.config import (
+from federator_contract.api.base import EndpointConnection
+from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec
+from federator_contract.emulatorconfig import (
     EmulatorConfig,
     EventHubConfig,
     NamespaceConfig,

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from federator import reasons
-from federator.api.failovergroup import FailoverGroupSpec
 from federator.failover.conditions import assess
 from federator.failover.connections import MemberConnection, resolve_connection
 from federator.failover.dns import DnsPublisher
@@ -28,7 +27,7 @@ from federator.local.emulator import group_uses
 from federator.local.model import GroupRun, PlanContext, TaskManifest
 from federator.local.model import Note as PlanNote
 from federator.local.observe import TaskRow, triad_row
-from federator.local.state import StateDir, write_atomically
+from federator.local.state import StateDir
 from federator.planning.errors import PlanningError
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import ManagementError
@@ -37,6 +36,8 @@ from federator.status.conditions import ConditionUpdate, timestamp
 from federator.status.events import Note
 from federator.validation import validate_object
 from federator.validation.documents import Document, ManifestError, load_documents
+from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.files import write_atomically
 
 
 def expand_group(doc: Document, context: PlanContext) -> list[TaskManifest]:

@@ -14,16 +14,17 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.local.model import MirrorRun, PlanContext, TaskManifest
 from federator.local.observe import TaskRow, task_conditions, triad_row
-from federator.local.state import StateDir, write_atomically
+from federator.local.state import StateDir
 from federator.planning.mirror import MirrorPlan, plan_mirror
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome, provision_member
 from federator.provision.model import desired_by_member, queue_path, subscription_path
 from federator.reconcile.servicebusmirror import pairs_of, rollup
 from federator.validation.documents import Document
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.files import write_atomically
 
 
 def expand_mirror(doc: Document, context: PlanContext) -> list[TaskManifest]:

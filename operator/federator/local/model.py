@@ -10,14 +10,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from federator.api.failovergroup import FailoverGroupSpec
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.local.emulator import EmulatorLayout
 from federator.local.references import LocalSecrets, SupportingDocuments, Unresolved
 from federator.local.state import StateDir
 from federator.planning.mirror import MirrorPlan
 from federator.settings import OperatorSettings
-from federator_emulator.config import EmulatorConfig
+from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.emulatorconfig import EmulatorConfig
+from federator_contract.taskconfig import TaskConfig
 
 
 @dataclass(frozen=True)
@@ -27,12 +28,12 @@ class TaskRun:
     namespace: str
     name: str
     label: str
-    task_config: dict[str, Any]
+    task_config: TaskConfig
     """Written to the state dir once the emulator's connection strings are known."""
     emulator_namespaces: tuple[str, ...]
     spark_conf: dict[str, str]
     files: dict[Path, bytes] = field(default_factory=dict, repr=False)
-    """ConfigMap keys the editors read, written where ``task_config["configMapFiles"]`` says."""
+    """ConfigMap keys the editors read, written where ``task_config.config_map_files`` says."""
     secret_env: dict[str, str] = field(default_factory=dict, repr=False)
     """Secret values for the app's environment only (never written to a file)."""
     mirror: str | None = None
@@ -47,7 +48,7 @@ class TaskRun:
     @property
     def followed_members(self) -> dict[str, str]:
         """Spec path → `group/member` of every connection that follows a FailoverGroup."""
-        return dict(self.task_config.get("followedMembers") or {})
+        return self.task_config.followed_members
 
 
 @dataclass(frozen=True)

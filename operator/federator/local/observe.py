@@ -37,8 +37,8 @@ class TaskRow:
 
 
 class LogWatch:
-    """Follows an app's log as it grows: whether its streaming query started, and its last exception. In
-    a log several tasks share (local/sparkhost.py), ``failed_marker`` says that this task's query failed."""
+    """Follows an app's log as it grows: whether its streaming query started, and its last exception. In a
+    log several tasks share (`federator_spark.host`), ``failed_marker`` says that this task's query failed."""
 
     def __init__(self, path: Path, started_marker: str, failed_marker: str | None = None) -> None:
         self.path = path
@@ -67,16 +67,6 @@ class LogWatch:
                 self.failure = line.split(self.failed_marker, 1)[1].strip()
             if match := _EXCEPTION.match(line.strip()):
                 self.last_error = f"{match.group(1)}: {match.group(2)}"
-
-
-def started_marker(namespace: str, name: str) -> str:
-    """What the replication app logs once its streaming query runs (`federator_spark.pipeline.start`)."""
-    return f"task {namespace}/{name} started (query "
-
-
-def failed_marker(namespace: str, name: str) -> str:
-    """What an application running several tasks (local/sparkhost.py) logs when one task's query fails."""
-    return f"task {namespace}/{name} failed: "
 
 
 def read_status(path: Path) -> dict[str, Any]:

@@ -12,13 +12,11 @@ time with the member it does publish.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from federator import reasons
-from federator.api.replicationtask import ReplicationTaskSpec
 from federator.local.emulator import EmulatorLayout, emulator_namespaces, endpoint_uses
 from federator.local.groups import expand_group, group_object
 from federator.local.mirrors import expand_mirror
@@ -36,11 +34,13 @@ from federator.local.references import SupportingDocuments, Unresolved
 from federator.local.state import StateDir
 from federator.planning.errors import PlanningError
 from federator.planning.following import Following, followed_groups, resolve_following
-from federator.planning.task import TASK_CONFIG_KEY, plan_replication_task
+from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
 from federator.validation import validate_object
 from federator.validation.documents import Document
-from federator_emulator.config import EmulatorConfig
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.emulatorconfig import EmulatorConfig
+from federator_contract.taskconfig import TaskConfig
 
 Expand = Callable[[Document, PlanContext], list[TaskManifest]]
 
@@ -190,13 +190,16 @@ class TaskPlanner:
             f.ref: state.config_map_file(namespace, name, f.config_map, f.key)
             for f in task.spark_app.config_map_files
         }
-        config: dict[str, Any] = json.loads(task.config_map["data"][TASK_CONFIG_KEY])
-        # One location, whichever member a following source reads: the app keeps each member's positions
-        # under it, and what it handled, to resume after a switch (docs/patterns/failover.md).
-        config["checkpointLocation"] = f"file://{state.checkpoint(namespace, name).resolve()}"
-        config["statusFile"] = str(state.status_file(namespace, name).resolve())
-        config["configMapFiles"] = {ref: str(path.resolve()) for ref, path in files.items()}
-        config["metricsPort"] = metrics_port  # None: no endpoint (several tasks would want the same port)
+        config = task.task_config.model_copy(
+            update={
+                # One location, whichever member a following source reads: the app keeps each member's
+                # positions under it, and what it handled, to resume after a switch.
+                "checkpoint_location": f"file://{state.checkpoint(namespace, name).resolve()}",
+                "status_file": str(state.status_file(namespace, name).resolve()),
+                "config_map_files": {ref: str(path.resolve()) for ref, path in files.items()},
+                "metrics_port": metrics_port,  # None: no endpoint (several tasks would want one port)
+            }
+        )
         return TaskRun(
             namespace=namespace,
             name=name,
@@ -267,9 +270,8 @@ def _variants(groups: list[GroupRun]) -> Iterator[dict[str, Mapping[str, Any] | 
             yield {**start, group.name: at(group, member.name)}
 
 
-def with_emulator_connections(task: TaskRun, connection_strings: Mapping[str, str]) -> dict[str, Any]:
+def with_emulator_connections(task: TaskRun, connection_strings: Mapping[str, str]) -> TaskConfig:
     """The task config to write once the emulator runs: `emulatorConnections` for its namespaces."""
-    return {
-        **task.task_config,
-        "emulatorConnections": {ns: connection_strings[ns] for ns in task.emulator_namespaces},
-    }
+    return task.task_config.model_copy(
+        update={"emulator_connections": {ns: connection_strings[ns] for ns in task.emulator_namespaces}}
+    )

@@ -24,11 +24,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from federator import reasons
-from federator.api.servicebusmirror import ArmCredential
 from federator.kube.client import SECRETS
 from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.planning.task import ConfigMapFile
 from federator.provision.credentials import SERVICE_PRINCIPAL_KEYS
+from federator_contract.api.servicebusmirror import ArmCredential
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+import yaml
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
@@ -22,7 +23,7 @@ from federator.local.session import LocalEnvironmentError, LocalSession, check_r
 from federator.local.state import StateDir, StateDirBusy
 from federator.local.view import LiveView, task_table
 from federator.validation.documents import Document, ManifestError, load_documents
-from federator_emulator.config import EmulatorConfig, load_config
+from federator_contract.emulatorconfig import EmulatorConfig
 
 REFRESH_SECONDS = 0.5
 
@@ -53,7 +54,7 @@ def load_emulator_config(path: Path | None) -> EmulatorConfig | None:
     if path is None:
         return None
     try:
-        return load_config(path)
+        return EmulatorConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, ValidationError) as problem:
         raise RunError(f"--emulator-config {path}: {problem}") from None
 

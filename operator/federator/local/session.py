@@ -26,8 +26,9 @@ from federator.local.groups import group_row
 from federator.local.mirrors import mirror_row
 from federator.local.model import BlockedTask, FollowingTask, LocalPlan, TaskRun
 from federator.local.observe import TaskRow, blocked_row
-from federator.local.state import StateDir, write_atomically
+from federator.local.state import StateDir
 from federator.local.supervisor import ManagedProcess, spawn, stop_all
+from federator_contract.files import write_atomically
 
 EMULATOR_START_SECONDS = 60.0
 APP_GRACE_SECONDS = 30.0
@@ -40,11 +41,12 @@ class LocalEnvironmentError(RuntimeError):
 
 
 def check_replication_app() -> None:
-    """Local mode runs `python -m federator_spark` (the package of `spark-apps/`) with Spark in-process."""
-    for module, extra in (("pyspark", "PySpark"), ("federator_spark", "federator_spark")):
+    """Local mode runs the replication app (`python -m federator_spark`, with Spark in-process) and the
+    emulator (`python -m federator_emulator`): the distributions of the `local` extra."""
+    for module in ("pyspark", "federator_spark", "federator_emulator"):
         if importlib.util.find_spec(module) is None:
             raise LocalEnvironmentError(
-                f"{extra} is not installed: pip install -e '.[spark]' (or ./dev setup)"
+                f"{module} is not installed: pip install 'federator[local]' (in a clone: ./dev setup)"
             )
     java_home = os.environ.get("JAVA_HOME")
     if shutil.which("java") is None and not (java_home and (Path(java_home) / "bin" / "java").exists()):

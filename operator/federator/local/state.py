@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from federator_contract.files import write_atomically
 
 
 class StateDirBusy(RuntimeError):
@@ -115,14 +116,6 @@ class StateDir:
                 ports[name] = (_free_port(), _free_port())
         write_atomically(self.emulator_ports, json.dumps({k: list(v) for k, v in sorted(ports.items())}))
         return ports
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Readers (the app, a watcher) never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
 
 
 def _free_port() -> int:

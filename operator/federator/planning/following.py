@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from federator import reasons
-from federator.api.failovergroup import FailoverMember
-from federator.api.replicationtask import ReplicationTaskSpec
 from federator.planning.errors import PlanningError
+from federator_contract.api.failovergroup import FailoverMember
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.taskconfig import FollowingSource
 
 # Where connections sit in a task spec (camelCase, as stored): the source's, then every destination's.
 _SOURCE_KINDS = ("eventHub", "serviceBus")
@@ -30,14 +31,14 @@ class Following:
     """The spec with concrete connections, and what the task follows."""
 
     spec: ReplicationTaskSpec
-    source: dict[str, Any] | None = None
-    """`{group, member, switchedAt, skewSeconds}` when the source follows a group."""
+    source: FollowingSource | None = None
+    """When the source follows a group: which member it reads, and how it resumes after a switch."""
     members: dict[str, str] = field(default_factory=dict)
     """Spec path of each following connection → `group/member` it uses now."""
 
     @property
     def source_member(self) -> str | None:
-        return self.source["member"] if self.source else None
+        return self.source.member if self.source else None
 
     @property
     def annotations(self) -> dict[str, str]:
@@ -60,7 +61,7 @@ def resolve_following(spec: ReplicationTaskSpec, groups: Mapping[str, Mapping[st
     references = list(_references(raw))
     if not references:
         return Following(spec)
-    source: dict[str, Any] | None = None
+    source: FollowingSource | None = None
     members: dict[str, str] = {}
     for path, holder, ref in references:
         group = groups.get(ref["name"])
@@ -89,12 +90,12 @@ def resolve_following(spec: ReplicationTaskSpec, groups: Mapping[str, Mapping[st
         holder["connection"] = member.connection.model_dump(by_alias=True, mode="json", exclude_none=True)
         members[path] = f"{ref['name']}/{member.name}"
         if is_source:
-            source = {
-                "group": ref["name"],
-                "member": member.name,
-                "switchedAt": status.get("consumerSince"),
-                "skewSeconds": ref.get("resumeSkewSeconds", 60),
-            }
+            source = FollowingSource(
+                group=ref["name"],
+                member=member.name,
+                switched_at=status.get("consumerSince"),
+                skew_seconds=ref["resumeSkewSeconds"],  # the dump carries the API's default
+            )
     return Following(ReplicationTaskSpec.model_validate(raw), source, members)
 
 

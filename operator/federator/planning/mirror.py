@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from federator.api.base import API_VERSION, QueueOrSubscription
-from federator.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
 from federator.planning.names import bounded
 from federator.planning.task import Owner
-from federator.sql import format_timespan
+from federator_contract.api.base import API_VERSION, QueueOrSubscription
+from federator_contract.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
+from federator_contract.sql import format_timespan
 
 TASK_NAME_LIMIT = 50  # ReplicationTask names (their Spark driver pods add a suffix)
 SUBSCRIPTION_NAME_LIMIT = 50  # Service Bus

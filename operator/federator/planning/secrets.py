@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from federator.api.base import SecretKeySelector
+from federator_contract.api.base import SecretKeySelector
 
 
 @dataclass(frozen=True, order=True)

@@ -3,17 +3,17 @@ that a launcher turns into its own resource."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from federator import reasons
-from federator.api.base import API_VERSION, ConfigMapKeySelector, FedModel
-from federator.api.replicationtask import Endpoint, ReplicationTaskSpec, SparkResources
 from federator.planning.errors import PlanningError
 from federator.planning.following import Following
 from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.settings import Launcher, OperatorSettings
+from federator_contract.api.base import API_VERSION, ConfigMapKeySelector, FedModel
+from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec, SparkResources
+from federator_contract.taskconfig import TaskConfig, TaskMetadata
 
 # Where the Spark image keeps the replication app, and where the pods find the task and checkpoints.
 MAIN_APPLICATION_FILE = "local:///opt/federator/replicate.py"
@@ -96,7 +96,9 @@ class SparkAppPlan:
 @dataclass(frozen=True)
 class TaskPlan:
     launcher: Launcher
+    task_config: TaskConfig
     config_map: dict[str, Any]
+    """The ConfigMap that carries ``task_config`` to the pods (`task_config_map`)."""
     spark_app: SparkAppPlan
 
 
@@ -127,28 +129,19 @@ def plan_replication_task(
     secrets = secret_bindings(spec)
     files = config_map_files(spec)
     config_name = f"{name}-task"
-    task_config = {
-        "apiVersion": API_VERSION,
-        "kind": "ReplicationTask",
-        "metadata": {"name": name, "namespace": namespace, "generation": generation},
-        "spec": spec.model_dump(by_alias=True, mode="json", exclude_none=True),
-        "checkpointLocation": checkpoint_location,
-        # The app resolves each `secretRef` through these environment variables.
-        "secretEnv": {b.ref: b.env_var for b in secrets},
+    task_config = TaskConfig(
+        metadata=TaskMetadata(name=name, namespace=namespace, generation=generation),
+        spec=spec,
+        checkpoint_location=checkpoint_location,
+        # The app resolves each `secretRef` through these environment variables...
+        secret_env={b.ref: b.env_var for b in secrets},
         # ...and reads each ConfigMap key an editor names from these files.
-        "configMapFiles": {f.ref: f.path for f in files},
-        "metricsPort": settings.app_metrics_port,
-    }
-    if following is not None and following.members:
-        task_config["followedMembers"] = following.members  # spec path → `group/member`
-        if following.source is not None:
-            task_config["following"] = following.source
-    config_map = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": _meta(config_name, namespace, labels, owner),
-        "data": {TASK_CONFIG_KEY: json.dumps(task_config, indent=2, sort_keys=True)},
-    }
+        config_map_files={f.ref: f.path for f in files},
+        metrics_port=settings.app_metrics_port,
+        followed_members=following.members if following is not None else {},
+        following=following.source if following is not None else None,
+    )
+    config_map = task_config_map(config_name, labels, owner, task_config)
     runtime = spec.runtime
     spark_conf = {
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
@@ -181,7 +174,24 @@ def plan_replication_task(
         checkpoint_pvc=pvc,
         metrics_port=settings.app_metrics_port,
     )
-    return TaskPlan(launcher=runtime.launcher or settings.launcher, config_map=config_map, spark_app=app)
+    return TaskPlan(
+        launcher=runtime.launcher or settings.launcher,
+        task_config=task_config,
+        config_map=config_map,
+        spark_app=app,
+    )
+
+
+def task_config_map(
+    name: str, labels: dict[str, str], owner: Owner | None, task_config: TaskConfig
+) -> dict[str, Any]:
+    """The ConfigMap the Spark pods mount the task config from: the one place it is serialized."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(name, task_config.namespace, labels, owner),
+        "data": {TASK_CONFIG_KEY: task_config.to_json()},
+    }
 
 
 def config_map_files(spec: ReplicationTaskSpec) -> list[ConfigMapFile]:

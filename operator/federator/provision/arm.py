@@ -19,7 +19,6 @@ from azure.mgmt.servicebus.models import (
     SqlFilter,
 )
 
-from federator.api.servicebusmirror import ArmManagement as ArmCoordinates
 from federator.planning.mirror import RulePlan
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.model import (
@@ -33,6 +32,7 @@ from federator.provision.model import (
     PutRule,
 )
 from federator.provision.transport import CountingTransport
+from federator_contract.api.servicebusmirror import ArmManagement as ArmCoordinates
 
 
 class ArmManagement:

@@ -17,9 +17,9 @@ from typing import Protocol
 from azure.core.credentials_async import AsyncTokenCredential
 
 from federator import reasons
-from federator.api.servicebusmirror import ArmCredential
 from federator.provision.errors import ManagementError
 from federator.provision.secrets import SecretSource, secret_values
+from federator_contract.api.servicebusmirror import ArmCredential
 
 SERVICE_PRINCIPAL_KEYS = ("tenantId", "clientId", "clientSecret")
 

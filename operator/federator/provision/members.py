@@ -11,7 +11,6 @@ from typing import Any, Literal, Protocol
 from azure.core.exceptions import ResourceNotFoundError
 
 from federator import reasons
-from federator.api.servicebusmirror import MirrorMember
 from federator.planning.mirror import RulePlan
 from federator.provision.arm import ArmManagement
 from federator.provision.credentials import build_credential, credential_source
@@ -29,6 +28,7 @@ from federator.provision.model import (
     subscription_path,
 )
 from federator.provision.secrets import SecretSource, secret_values
+from federator_contract.api.servicebusmirror import MirrorMember
 
 State = Literal["Pending", "Provisioned", "Failed"]
 

@@ -11,9 +11,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from federator import reasons
-from federator.api.base import API_VERSION
-from federator.api.failovergroup import FailoverGroupSpec
-from federator.api.kinds import FAILOVER_GROUP
 from federator.apply.children import Outcome, ensure
 from federator.failover.conditions import assess
 from federator.failover.connections import resolve_connection
@@ -29,6 +26,9 @@ from federator.status import conditions as cond
 from federator.status.events import Note
 from federator.status.results import Findings, Result, status_result
 from federator.validation.semantic import semantic_problems
+from federator_contract.api.base import API_VERSION
+from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.kinds import FAILOVER_GROUP
 
 
 @dataclass

@@ -6,8 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from federator import reasons
-from federator.api.kinds import REPLICATION_TASK
-from federator.api.replicationtask import ReplicationTaskSpec
 from federator.apply.children import Outcome, ensure
 from federator.failover.runtime import FailoverRuntime
 from federator.failover.tasks import member_switch, read_followed_groups, source_reachable
@@ -22,6 +20,8 @@ from federator.status import conditions as cond
 from federator.status.events import Note
 from federator.status.results import Findings, Result, status_result
 from federator.validation.semantic import semantic_problems
+from federator_contract.api.kinds import REPLICATION_TASK
+from federator_contract.api.replicationtask import ReplicationTaskSpec
 
 SPARK_RUNNING = "SparkApplicationRunning"
 

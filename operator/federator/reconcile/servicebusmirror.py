@@ -10,9 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from federator import reasons
-from federator.api.base import API_VERSION
-from federator.api.kinds import SERVICE_BUS_MIRROR
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.apply.children import Outcome, ensure
 from federator.kube.client import KubeClient, ResourceRef
 from federator.planning.mirror import MirrorPlan, plan_mirror
@@ -23,6 +20,9 @@ from federator.status import conditions as cond
 from federator.status.events import Note
 from federator.status.results import Findings, Result, status_result
 from federator.validation.semantic import semantic_problems
+from federator_contract.api.base import API_VERSION
+from federator_contract.api.kinds import SERVICE_BUS_MIRROR
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 
 TASKS = ResourceRef(API_VERSION, "replicationtasks")
 MIRROR_LABEL = "federator.io/servicebusmirror"

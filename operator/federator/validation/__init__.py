@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from federator.api.base import API_VERSION, GROUP
-from federator.api.kinds import BY_KIND, Kind
 from federator.validation.cel import cel_problems
 from federator.validation.documents import Document, ManifestError, load_documents
 from federator.validation.problems import Problem
 from federator.validation.schema import apply_defaults, crd_schema, schema_problems
 from federator.validation.semantic import semantic_problems
+from federator_contract.api.base import API_VERSION, GROUP
+from federator_contract.api.kinds import BY_KIND, Kind
 
 __all__ = ["Outcome", "Problem", "validate_files", "validate_object"]
 

@@ -13,10 +13,10 @@ from typing import Any, cast
 import jsonschema
 from jsonschema import Draft202012Validator, FormatChecker
 
-from federator.api.crdgen import crd
-from federator.api.kinds import Kind
+from federator.crds.generate import crd
 from federator.validation.problems import Problem, join_path
 from federator.validation.secrets import secret_shape, shown
+from federator_contract.api.kinds import Kind
 
 _INLINE_SECRET_FIELDS = {
     "connectionstring",

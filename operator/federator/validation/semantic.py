@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from federator.api.kinds import Kind
 from federator.validation.problems import Problem, join_path
 from federator.validation.secrets import secret_shape
+from federator_contract.api.kinds import Kind
 
 
 def semantic_problems(kind: Kind, spec: Any) -> list[Problem]:

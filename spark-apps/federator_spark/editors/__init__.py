@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from federator.api.editors import Editor
-from federator_spark.config import TaskConfig, TaskConfigError
+from federator_contract.api.editors import Editor
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.editors.attest import AttestStep
 from federator_spark.editors.base import EventEditor
 from federator_spark.editors.chain import ChainStep

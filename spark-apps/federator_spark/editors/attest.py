@@ -24,8 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import ClassVar
 
-from federator.api.editors import AttestEditor
-from federator_spark.config import TaskConfig
+from federator_contract.api.editors import AttestEditor
+from federator_contract.taskconfig import TaskConfig
 from federator_spark.editors.base import EditorStep, TaskScope
 from federator_spark.events import Event, EventMessage
 

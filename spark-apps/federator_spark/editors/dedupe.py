@@ -14,9 +14,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import ClassVar
 
-from federator.api.editors import DedupeEditor
-from federator.sql import ast
-from federator_spark.config import TaskConfigError
+from federator_contract.api.editors import DedupeEditor
+from federator_contract.sql import ast
+from federator_contract.taskconfig import TaskConfigError
 from federator_spark.editors.base import EditorStep, TaskScope
 from federator_spark.editors.references import parse_reference, resolve
 from federator_spark.editors.state import PartitionState

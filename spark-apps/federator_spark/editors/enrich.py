@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from federator.api.editors import EnrichEditor, LookupSpec
-from federator.sql import ast
-from federator_spark.config import TaskConfig, TaskConfigError
+from federator_contract.api.editors import EnrichEditor, LookupSpec
+from federator_contract.sql import ast
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
+from federator_spark.config import config_map_json
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.editors.references import as_text, parse_reference, resolve
 from federator_spark.events import Event, EventMessage
@@ -31,7 +32,7 @@ class Lookup:
     @classmethod
     def build(cls, spec: LookupSpec, config: TaskConfig) -> Lookup:
         ref = spec.config_map_ref
-        raw = config.config_map_json(ref)
+        raw = config_map_json(config, ref)
         if not isinstance(raw, dict):
             raise TaskConfigError(f"lookup table {ref.name}/{ref.key} is not a JSON object")
         table = {key: as_text(value) for key, value in raw.items() if value is not None}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from federator.api.editors import FilterEditor
-from federator.sql import Dialect, Filter, parse_filter
+from federator_contract.api.editors import FilterEditor
+from federator_contract.sql import Dialect, Filter, parse_filter
 from federator_spark.editors.base import EditorStep, TaskScope
 from federator_spark.events import Event, EventMessage
 

@@ -7,9 +7,9 @@ import json
 from datetime import datetime
 from typing import Any
 
-from federator.sql import ast
-from federator.sql.evaluate import MISSING, lookup
-from federator.sql.system_properties import find_system_property
+from federator_contract.sql import ast
+from federator_contract.sql.evaluate import MISSING, lookup
+from federator_contract.sql.system_properties import find_system_property
 from federator_spark.events import EventMessage, iso
 
 

@@ -11,10 +11,10 @@ batch, so saving N removes the snapshots older than the one N started from.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from federator_contract.files import write_atomically
 
 STATE_DIR = "editors"
 
@@ -41,15 +41,10 @@ class PartitionState:
         return json.loads((self.directory / f"{self._base}.json").read_text())
 
     def save(self, state: Any) -> None:
-        """Atomic (write, fsync, rename): a crash never leaves a half snapshot."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        # A unique temporary name: a speculative copy of the task may save the same batch at once.
-        descriptor, temporary = tempfile.mkstemp(".tmp", f".{self.batch_id}.", self.directory)
-        with os.fdopen(descriptor, "w") as handle:
-            json.dump(state, handle, separators=(",", ":"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.directory / f"{self.batch_id}.json")
+        """Whole and durable: a crash never leaves a half snapshot (a speculative copy of the task may save
+        the same batch at once: each writes its own temporary file)."""
+        path = self.directory / f"{self.batch_id}.json"
+        write_atomically(path, json.dumps(state, separators=(",", ":")), durable=True)
         if self._base is not None:
             for batch in self._batches():
                 if batch < self._base:

@@ -21,8 +21,9 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from federator.api.editors import TranscodeEditor
-from federator_spark.config import TaskConfig, TaskConfigError
+from federator_contract.api.editors import TranscodeEditor
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
+from federator_spark.config import config_map_json
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage, NotJson
 
@@ -81,7 +82,7 @@ def _avro_schema(spec: TranscodeEditor, config: TaskConfig) -> Any:
     if source is None or (source.inline is None) == (source.config_map_ref is None):
         raise TaskConfigError("avroSchema needs exactly one of inline and configMapRef")
     if source.config_map_ref is not None:
-        raw = config.config_map_json(source.config_map_ref)
+        raw = config_map_json(config, source.config_map_ref)
     else:
         try:
             raw = json.loads(source.inline or "")

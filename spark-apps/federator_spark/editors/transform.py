@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from federator.api.editors import TransformEditor
+from federator_contract.api.editors import TransformEditor
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage, NotJson
 

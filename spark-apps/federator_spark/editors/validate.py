@@ -9,8 +9,9 @@ from typing import Any, ClassVar
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
-from federator.api.editors import ValidateEditor
-from federator_spark.config import TaskConfig, TaskConfigError
+from federator_contract.api.editors import ValidateEditor
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
+from federator_spark.config import config_map_json
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage, NotJson
 
@@ -27,7 +28,7 @@ class ValidateStep:
             raise TaskConfigError("set exactly one of jsonSchema and schemaConfigMapRef")
         schema: Any = spec.json_schema
         if spec.schema_config_map_ref is not None:
-            schema = config.config_map_json(spec.schema_config_map_ref)
+            schema = config_map_json(config, spec.schema_config_map_ref)
         if not isinstance(schema, dict):
             raise TaskConfigError(f"the JSON Schema is a {type(schema).__name__}, not an object")
         try:

@@ -8,8 +8,8 @@ import hmac
 from dataclasses import dataclass
 from typing import ClassVar
 
-from federator.api.editors import VerifyEditor
-from federator_spark.config import TaskConfig
+from federator_contract.api.editors import VerifyEditor
+from federator_contract.taskconfig import TaskConfig
 from federator_spark.editors.attest import key_from_env, signature
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage

@@ -215,7 +215,7 @@ class ReplicationWriter(DataSourceStreamWriter):
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        batch_id = int(context.getLocalProperty("streaming.sql.batchId")) if context else 0
+        batch_id = int(context.getLocalProperty("streaming.sql.batchId") or 0) if context else 0
         log = CommitLog(self.plan.state_dir) if self.plan.state_dir else None
         if self.plan.effectively_once and log is not None and log.exists(batch_id):
             # Every write of this batch succeeded before the crash; Spark just had not logged it.

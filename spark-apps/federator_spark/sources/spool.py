@@ -18,12 +18,13 @@ pure file logic (no Spark, no Service Bus), so it is tested on its own.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from federator_contract.files import write_atomically
 
 SPOOL_KEY = "spool"
 _FORMAT = 1
@@ -60,23 +61,6 @@ def _numbered(directory: Path) -> list[int]:
     return [int(path.name) for path in directory.iterdir() if path.name.isdigit()]
 
 
-def write_atomically(path: Path, lines: Iterable[str]) -> None:
-    """Write, fsync, rename, fsync the directory: a crash leaves the old file or the new one, whole."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with temporary.open("w", encoding="utf-8") as handle:
-        for line in lines:
-            handle.write(line)
-            handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    temporary.replace(path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
 class Spool:
     """The files of one source under ``directory``."""
 
@@ -92,11 +76,9 @@ class Spool:
         return sorted(int(p.stem) for p in self.directory.glob("*.jsonl") if p.stem.isdigit())
 
     def write(self, number: int, source: str, records: list[Record]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
         header = {"format": _FORMAT, "source": source, "count": len(records)}
-        write_atomically(
-            self.path(number), [json.dumps(header), *(json.dumps(r, sort_keys=True) for r in records)]
-        )
+        lines = [json.dumps(header), *(json.dumps(r, sort_keys=True) for r in records)]
+        write_atomically(self.path(number), _text(lines), durable=True)
 
     def remove(self, number: int) -> None:
         self.path(number).unlink(missing_ok=True)
@@ -112,12 +94,11 @@ class Spool:
         return [int(seq) for seq in json.loads(path.read_text())]
 
     def save_completing(self, sequence_numbers: Iterable[int]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.directory / _COMPLETING, [json.dumps(sorted(sequence_numbers))])
+        completing = _text([json.dumps(sorted(sequence_numbers))])
+        write_atomically(self.directory / _COMPLETING, completing, durable=True)
 
     def claim(self, owner: str) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.directory / _OWNER, [owner])
+        write_atomically(self.directory / _OWNER, _text([owner]), durable=True)
 
     def owner(self) -> str | None:
         try:
@@ -180,10 +161,6 @@ class Ledger:
             return Disposition.HOLD
         return Disposition.NEW
 
-    def last_number(self) -> int:
-        numbers = self.spool.numbers()
-        return numbers[-1] if numbers else 0
-
     def pending_after(self, position: int) -> list[int]:
         """Spool files beyond ``position``: persisted before a crash, before Spark logged the batch."""
         return [n for n in self.spool.numbers() if n > position]
@@ -228,3 +205,7 @@ class Ledger:
                 del self.completing[seq]
             self.spool.save_completing(self.completing)
         return stale
+
+
+def _text(lines: Iterable[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)

@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its figures as a final JSON line, against a baseline measured in the same run."""

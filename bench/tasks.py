@@ -1,0 +1,68 @@
+"""What the replication benchmarks share: the events they send and the tasks they run."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import profiled
+from bench.processes import Emulators
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.taskconfig import TaskConfig, TaskMetadata
+from federator_spark import pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PARTITIONS = 4
+EVENT_SIZE = 1024
+ID_WIDTH = 12  # each body starts with its zero-padded index: the identity the read-back counts
+
+
+def body(index: int) -> bytes:
+    head = b"%0*d" % (ID_WIDTH, index)
+    return head + b"x" * (EVENT_SIZE - len(head))
+
+
+def task_config(
+    workdir: Path, emus: Emulators, source: str, target: str, trigger_seconds: int | None = None
+) -> TaskConfig:
+    """A task config as the operator writes it (no ``runtime``: the API's defaults, unless a trigger
+    interval is given)."""
+
+    def endpoint(hub: str) -> dict[str, Any]:
+        return {
+            "eventHub": {"connection": {"emulator": {"namespace": emus.namespace(hub)}}, "eventHubName": hub}
+        }
+
+    name = f"{source}-to-{target}"
+    spec = {
+        "source": endpoint(source),
+        "targets": [{"name": target, **endpoint(target)}],
+        **({} if trigger_seconds is None else {"runtime": {"triggerIntervalSeconds": trigger_seconds}}),
+    }
+    return TaskConfig(
+        metadata=TaskMetadata(name=name, namespace="bench", generation=1),
+        spec=ReplicationTaskSpec.model_validate(spec),
+        checkpoint_location=f"file://{workdir / ('checkpoint-' + name)}",
+        emulator_connections={emus.namespace(h): emus.cs(h) for h in (source, target)},
+        status_file=str(workdir / f"status-{name}.json"),
+    )
+
+
+def start_task(spark: Any, config: TaskConfig, *, available_now: bool) -> Any:
+    if os.environ.get("FEDERATOR_BENCH_PROFILE_DIR"):
+        return profiled.start(spark, config, available_now=available_now)  # the same sources, profiled
+    return pipeline.start(spark, config, available_now=available_now)
+
+
+def run_available_now(spark: Any, config: TaskConfig) -> tuple[float, list[dict[str, Any]]]:
+    started = time.perf_counter()
+    query = start_task(spark, config, available_now=True)
+    query.awaitTermination()
+    elapsed = time.perf_counter() - started
+    if query.exception() is not None:
+        raise RuntimeError(f"the Spark task failed: {query.exception()}")
+    return elapsed, [json.loads(p.json) for p in query.recentProgress]

@@ -1,0 +1,215 @@
+"""FailoverGroup: a primary and secondaries; publishes the active endpoint for producers and consumers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, StringConstraints
+
+from federator_contract.api.base import (
+    QUEUE_OR_SUBSCRIPTION_RULES,
+    Condition,
+    DnsLabel,
+    EntityName,
+    FedModel,
+    NamespaceConnection,
+    QueueOrSubscription,
+    ResourceName,
+    SubscriptionName,
+    cel,
+    exactly_one,
+    list_map,
+)
+from federator_contract.api.servicebusmirror import UUID, ArmCredential
+
+HostName = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=253, pattern=r"^[A-Za-z0-9]([A-Za-z0-9.\-]*[A-Za-z0-9])?(:[0-9]{1,5})?$"
+    ),
+]
+
+
+class FailoverMember(FedModel):
+    """One namespace of the group."""
+
+    name: DnsLabel
+    """Name of the member, unique in the group."""
+    connection: NamespaceConnection
+    """How Federator probes the namespace."""
+    endpoint: HostName
+    """Host name clients use for this member (published, never a connection string), e.g.
+    `contoso-weu.servicebus.windows.net`."""
+
+
+class ProbeEntity(FedModel):
+    """An entity every member has, read by the probe's management request: an event hub (its properties are
+    read) or a Service Bus queue or topic subscription (one message is peeked; nothing is received). Set
+    `eventHubName`, `queueName`, or `topicName` with `subscriptionName`."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            exactly_one("eventHubName", "queueName", "topicName"),
+            *QUEUE_OR_SUBSCRIPTION_RULES[1:],
+        )
+    )
+
+    event_hub_name: EntityName | None = None
+    """An event hub (Event Hubs namespaces)."""
+    queue_name: EntityName | None = None
+    """A queue (Service Bus namespaces)."""
+    topic_name: EntityName | None = None
+    """A topic (with `subscriptionName`)."""
+    subscription_name: SubscriptionName | None = None
+    """A subscription of `topicName`."""
+
+
+class Probe(FedModel):
+    """Health probe of each member: an AMQP connection and a management read."""
+
+    period_seconds: Annotated[int, Field(ge=1, le=3600)] = 10
+    """Time between probes. Default: 10."""
+    timeout_seconds: Annotated[int, Field(ge=1, le=60)] = 5
+    """Time after which a probe counts as failed. Default: 5."""
+    failure_threshold: Annotated[int, Field(ge=1, le=100)] = 3
+    """Consecutive failures of the active member that trigger an automatic failover. Default: 3."""
+    entity: ProbeEntity | None = None
+    """The entity the management read targets. Default: the first of `failback.drainEntities`; required for
+    Event Hubs groups."""
+
+
+class Failback(FedModel):
+    """How the group returns to the primary: producers first, consumers once the secondary is drained."""
+
+    drain_entities: Annotated[list[QueueOrSubscription], Field(max_length=64)] = []
+    """Entities whose active message count on the secondary must reach 0 before consumers switch back."""
+    drain_timeout_seconds: Annotated[int, Field(ge=0, le=86400)] = 600
+    """Consumers switch back after this time even if not drained (an Event says so). Default: 600."""
+
+
+class DnsZone(FedModel):
+    """An Azure DNS zone (`azure-mgmt-dns`)."""
+
+    subscription_id: Annotated[str, StringConstraints(pattern=UUID)]
+    """Azure subscription ID of the zone."""
+    resource_group: Annotated[str, StringConstraints(min_length=1, max_length=90, pattern=r"^[-\w._()]+$")]
+    """Resource group of the zone."""
+    zone_name: HostName
+    """The zone, e.g. `messaging.contoso.com`."""
+    credential: ArmCredential
+    """Who Federator is in Azure Resource Manager."""
+
+
+class DnsPublishing(FedModel):
+    """Publish the active members as DNS records: a CNAME to the member's endpoint and SRV records for
+    ports 5671 (AMQP) and 443 (AMQP over WebSockets, HTTPS)."""
+
+    zone: DnsZone
+    """The zone."""
+    producer_record_name: DnsLabel
+    """Relative record name producers resolve, e.g. `orders-send`."""
+    consumer_record_name: DnsLabel
+    """Relative record name consumers resolve, e.g. `orders-receive`."""
+    ttl_seconds: Annotated[int, Field(ge=1, le=86400)] = 30
+    """Record TTL; short, so clients follow a switch quickly. Default: 30."""
+
+
+class Publishing(FedModel):
+    """Where the active endpoints are published. The ConfigMap is always written."""
+
+    config_map_name: ResourceName | None = None
+    """ConfigMap with keys `producerEndpoint`, `consumerEndpoint`, `producerMember`, `consumerMember`.
+    Default: `<group name>-endpoints`."""
+    dns: DnsPublishing | None = None
+    """Optional DNS records."""
+
+
+class FailoverGroupSpec(FedModel):
+    """Desired state of a FailoverGroup."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "self.members.exists(m, m.name == self.primaryMember)",
+                "primaryMember must name a member",
+                ".primaryMember",
+            ),
+            (
+                "!has(self.activeMember) || self.members.exists(m, m.name == self.activeMember)",
+                "activeMember must name a member",
+                ".activeMember",
+            ),
+            (
+                "has(self.probe.entity) || self.failback.drainEntities.size() > 0",
+                "set probe.entity (or failback.drainEntities): the entity the health probe reads",
+                ".probe",
+            ),
+        )
+    )
+
+    mode: Literal["manual", "automatic"] = "manual"
+    """`manual`: only `activeMember` switches. `automatic`: `failureThreshold` consecutive probe failures
+    of the active member switch to the next healthy member (the primary first); failing back stays a
+    deliberate act (a change of `activeMember`). Default: manual."""
+    primary_member: DnsLabel
+    """The preferred member; failback returns to it."""
+    active_member: DnsLabel | None = None
+    """The manual switch: the member producers and consumers should use. Default: `primaryMember`. In
+    automatic mode a change of this field is honoured too (a planned switch, or the failback after an
+    automatic failover); switching to the primary moves producers first and consumers once the member
+    they leave is drained."""
+    members: Annotated[
+        list[FailoverMember], Field(min_length=2, max_length=8, json_schema_extra=list_map("name"))
+    ]
+    """The namespaces of the group."""
+    probe: Probe = Probe()
+    """Health probe settings."""
+    failback: Failback = Failback()
+    """Failback sequencing."""
+    publishing: Publishing = Publishing()
+    """Where the active endpoints are published."""
+
+
+class ProbeResult(FedModel):
+    """The latest probe of one member."""
+
+    member: str
+    """Member name."""
+    healthy: bool
+    """Whether the last probe succeeded."""
+    consecutive_failures: Annotated[int, Field(ge=0)] = 0
+    """Failures in a row."""
+    last_probe_time: datetime | None = None
+    """When the member was last probed."""
+    message: str = ""
+    """Error of the last failed probe."""
+
+
+class FailoverGroupStatus(FedModel):
+    """Observed state of a FailoverGroup. Written by the operator only."""
+
+    observed_generation: int | None = None
+    """The generation of the spec this status describes."""
+    conditions: Annotated[list[Condition], Field(max_length=16, json_schema_extra=list_map("type"))] = []
+    """`Ready`, `Reconciling`, `Stalled`, `FailedOver`."""
+    phase: Literal["Normal", "FailedOver", "FailingBack"] | None = None
+    """`Normal` (on the primary), `FailedOver` (on a secondary) or `FailingBack` (producers back on the
+    primary, consumers draining the secondary)."""
+    producer_member: str | None = None
+    """Member producers use now."""
+    consumer_member: str | None = None
+    """Member consumers use now."""
+    last_transition_time: datetime | None = None
+    """When producers or consumers last switched."""
+    producer_since: datetime | None = None
+    """When producers moved to `producerMember`."""
+    consumer_since: datetime | None = None
+    """When consumers moved to `consumerMember` (ReplicationTasks that follow the group resume from it)."""
+    requested_member: str | None = None
+    """The value of `spec.activeMember` the operator last acted on (empty when unset): a change of the
+    field is a switch request."""
+    drain_pending: Annotated[list[str], Field(max_length=64)] = []
+    """While failing back: drain entities of the consumers' member that still hold messages."""
+    probes: Annotated[list[ProbeResult], Field(max_length=8)] = []
+    """Latest probe per member."""

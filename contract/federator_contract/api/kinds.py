@@ -1,0 +1,126 @@
+"""The three kinds as the Kubernetes API sees them: names, models, printer columns, root-level rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from federator_contract.api.base import API_VERSION, FedModel, cel
+from federator_contract.api.failovergroup import FailoverGroupSpec, FailoverGroupStatus
+from federator_contract.api.replicationtask import ReplicationTaskSpec, ReplicationTaskStatus
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec, ServiceBusMirrorStatus
+
+READY = '.status.conditions[?(@.type=="Ready")]'
+
+
+# eq=False: kinds are singletons, hashed by identity (they key caches of compiled schemas).
+@dataclass(frozen=True, eq=False)
+class Kind:
+    """One custom resource kind of group federator.io."""
+
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    spec: type[FedModel]
+    status: type[FedModel]
+    description: str
+    printer_columns: tuple[dict[str, Any], ...]
+    # Rules on the whole object, e.g. bounds on the name for generated children. No fieldPath: the root
+    # `metadata` schema declares no properties for a path to point into.
+    root_rules: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def api_version(self) -> str:
+        return API_VERSION
+
+
+def _ready_columns() -> tuple[dict[str, Any], ...]:
+    return (
+        {"name": "Ready", "type": "string", "jsonPath": f"{READY}.status"},
+        {"name": "Reason", "type": "string", "jsonPath": f"{READY}.reason"},
+    )
+
+
+AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+MESSAGE = {"name": "Message", "type": "string", "priority": 1, "jsonPath": f"{READY}.message"}
+
+REPLICATION_TASK = Kind(
+    kind="ReplicationTask",
+    plural="replicationtasks",
+    short_names=("rt",),
+    spec=ReplicationTaskSpec,
+    status=ReplicationTaskStatus,
+    description="One replication flow: a source, an editor chain, and one or more targets, run as a Spark "
+    "Structured Streaming application.",
+    printer_columns=(
+        *_ready_columns(),
+        {
+            "name": "Lag",
+            "type": "number",
+            "jsonPath": ".status.replicationLagSeconds",
+            "description": "Replication lag in seconds",
+        },
+        {"name": "Replicated", "type": "integer", "jsonPath": ".status.eventsReplicated"},
+        {"name": "Spark", "type": "string", "priority": 1, "jsonPath": ".status.sparkApplication.state"},
+        MESSAGE,
+        AGE,
+    ),
+    # The Spark driver pod is named `<task>-driver`; pod names are DNS labels (63 characters).
+    root_rules=cel(
+        (
+            "self.metadata.name.size() <= 50",
+            "a ReplicationTask name has at most 50 characters",
+            ".metadata.name",
+        )
+    ),
+)
+
+SERVICE_BUS_MIRROR = Kind(
+    kind="ServiceBusMirror",
+    plural="servicebusmirrors",
+    short_names=("sbm",),
+    spec=ServiceBusMirrorSpec,
+    status=ServiceBusMirrorStatus,
+    description="A Service Bus topology across namespaces (allActive, activePassive or spillover): "
+    "replication subscriptions and rules, and the ReplicationTasks that move the messages.",
+    printer_columns=(
+        {"name": "Pattern", "type": "string", "jsonPath": ".spec.pattern"},
+        *_ready_columns(),
+        MESSAGE,
+        AGE,
+    ),
+    # Generated tasks are named `<mirror>-<source>-<target>`.
+    root_rules=cel(
+        (
+            "self.metadata.name.size() <= 24",
+            "a ServiceBusMirror name has at most 24 characters",
+            ".metadata.name",
+        )
+    ),
+)
+
+FAILOVER_GROUP = Kind(
+    kind="FailoverGroup",
+    plural="failovergroups",
+    short_names=("fg",),
+    spec=FailoverGroupSpec,
+    status=FailoverGroupStatus,
+    description="A primary and secondary namespaces: probes their health, fails over and back, and publishes "
+    "the active endpoints for producers and consumers.",
+    printer_columns=(
+        {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+        {"name": "Producers", "type": "string", "jsonPath": ".status.producerMember"},
+        {"name": "Consumers", "type": "string", "jsonPath": ".status.consumerMember"},
+        *_ready_columns(),
+        MESSAGE,
+        AGE,
+    ),
+)
+
+KINDS: tuple[Kind, ...] = (REPLICATION_TASK, SERVICE_BUS_MIRROR, FAILOVER_GROUP)
+BY_KIND: dict[str, Kind] = {k.kind: k for k in KINDS}

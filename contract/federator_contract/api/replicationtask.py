@@ -1,0 +1,371 @@
+"""ReplicationTask: one flow from a source through an editor chain to one or more targets."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, StringConstraints, field_validator
+
+from federator_contract.api.base import (
+    QUEUE_OR_SUBSCRIPTION_RULES,
+    Condition,
+    DnsLabel,
+    EndpointConnection,
+    EntityName,
+    FedModel,
+    PropertyName,
+    SecretKeySelector,
+    SqlExpression,
+    SubscriptionName,
+    cel,
+    exactly_one,
+    immutable,
+    list_map,
+)
+from federator_contract.api.editors import Editor
+
+# ----------------------------------------------------------------------------------------------- source
+
+
+class StartPosition(FedModel):
+    """Where a task without a checkpoint starts reading an event hub. Ignored once a checkpoint exists."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "self.position == 'enqueuedTime' ? has(self.enqueuedTime) : !has(self.enqueuedTime)",
+                "enqueuedTime is required when position is enqueuedTime, and only then",
+                ".enqueuedTime",
+            )
+        )
+    )
+
+    position: Literal["earliest", "latest", "enqueuedTime"] = "earliest"
+    """`earliest` (everything retained), `latest` (only new events) or `enqueuedTime`. Default: earliest,
+    so that a new task loses nothing."""
+    enqueued_time: datetime | None = None
+    """RFC 3339 / ISO 8601 time, e.g. `2026-11-01T00:00:00Z`; events enqueued at or after it are read."""
+
+
+class EventHubSource(FedModel):
+    """An event hub read partition by partition through a consumer group."""
+
+    connection: EndpointConnection
+    """The namespace holding the event hub."""
+    event_hub_name: Annotated[EntityName, Field(json_schema_extra=immutable("eventHubName"))]
+    """Name of the event hub. Immutable: a checkpoint belongs to one event hub."""
+    consumer_group: Annotated[
+        str,
+        StringConstraints(
+            min_length=1, max_length=50, pattern=r"^[A-Za-z0-9$]([A-Za-z0-9._\-]*[A-Za-z0-9])?$"
+        ),
+        Field(json_schema_extra=immutable("consumerGroup")),
+    ] = "$Default"
+    """Consumer group to read through; give each task its own. Default: `$Default`. Immutable."""
+    partition_ids: (
+        Annotated[list[Annotated[str, StringConstraints(pattern=r"^[0-9]{1,4}$")]], Field(max_length=1024)]
+        | None
+    ) = None
+    """Read only these partitions. Default: all partitions of the event hub."""
+    start_position: StartPosition = StartPosition()
+    """Where to start without a checkpoint."""
+
+
+class ServiceBusSource(FedModel):
+    """A Service Bus queue, topic subscription, or one of their dead-letter sub-queues. Messages are
+    completed at the source only after every target accepted them."""
+
+    model_config = ConfigDict(json_schema_extra=cel(*QUEUE_OR_SUBSCRIPTION_RULES))
+
+    connection: EndpointConnection
+    """The namespace holding the entity."""
+    queue_name: Annotated[EntityName, Field(json_schema_extra=immutable("queueName"))] | None = None
+    """Queue to read. Immutable."""
+    topic_name: Annotated[EntityName, Field(json_schema_extra=immutable("topicName"))] | None = None
+    """Topic of the subscription to read. Immutable."""
+    subscription_name: (
+        Annotated[SubscriptionName, Field(json_schema_extra=immutable("subscriptionName"))] | None
+    ) = None
+    """Subscription to read. Immutable."""
+    sub_queue: Literal["none", "deadLetter"] = "none"
+    """`deadLetter` reads the entity's dead-letter sub-queue instead. Default: none."""
+    max_messages_per_batch: Annotated[int, Field(ge=1, le=5000)] = 500
+    """Upper bound of messages held under lock by one micro-batch. Default: 500."""
+
+
+class Source(FedModel):
+    """Where events come from. Set exactly one of `eventHub` or `serviceBus`."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("eventHub", "serviceBus")))
+
+    event_hub: EventHubSource | None = None
+    """An event hub."""
+    service_bus: ServiceBusSource | None = None
+    """A Service Bus queue or subscription."""
+
+
+# ----------------------------------------------------------------------------------------------- targets
+
+
+class EventHubTarget(FedModel):
+    """An event hub. Partition-key streams keep their order; with equal partition counts, source partition
+    *i* goes to target partition *i*, otherwise keys are re-hashed so each stream stays together."""
+
+    connection: EndpointConnection
+    """The namespace holding the event hub."""
+    event_hub_name: EntityName
+    """Name of the event hub."""
+
+
+class ServiceBusTarget(FedModel):
+    """A Service Bus queue or topic. Each message's MessageId is derived from the source identity, so
+    duplicate detection on the target can drop replays."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("queueName", "topicName")))
+
+    connection: EndpointConnection
+    """The namespace holding the entity."""
+    queue_name: EntityName | None = None
+    """Queue to send to."""
+    topic_name: EntityName | None = None
+    """Topic to send to."""
+
+
+class PostgresTarget(FedModel):
+    """A PostgreSQL table (log projection)."""
+
+    connection_secret_ref: SecretKeySelector
+    """A Secret key holding a libpq connection URI (`postgresql://...`)."""
+    table: Annotated[
+        str, StringConstraints(max_length=127, pattern=r"^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$")
+    ]
+    """Table name, optionally schema-qualified (`schema.table`); created if missing."""
+    mode: Literal["history", "compacted"] = "history"
+    """`history` appends a row per event; `compacted` keeps the latest event per partition key.
+    Default: history."""
+
+
+class Endpoint(FedModel):
+    """A destination. Set exactly one of `eventHub`, `serviceBus` or `postgres`."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("eventHub", "serviceBus", "postgres")))
+
+    event_hub: EventHubTarget | None = None
+    """An event hub."""
+    service_bus: ServiceBusTarget | None = None
+    """A Service Bus queue or topic."""
+    postgres: PostgresTarget | None = None
+    """A PostgreSQL table."""
+    set_properties: (
+        Annotated[dict[str, Annotated[str, StringConstraints(max_length=1024)]], Field(max_length=32)] | None
+    ) = None
+    """Properties stamped on every event written here (after routing), e.g. a marker that the event
+    went this way."""
+
+
+class Target(Endpoint):
+    """A named destination with an optional routing condition."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one("eventHub", "serviceBus", "postgres")))
+
+    name: DnsLabel
+    """Name of the target, unique in the task; used in status, metrics and dead-letter reasons."""
+    condition: SqlExpression | None = None
+    """Routing predicate in Service Bus SQL syntax over properties (`region = 'eu'`), system properties
+    (`sys.ContentType = 'application/json'`) and JSON body fields (`body.order.total > 100`). An event goes
+    to every target whose condition holds; a target without condition receives every event."""
+
+
+# ----------------------------------------------------------------------------------------------- behaviour
+
+
+class Provenance(FedModel):
+    """Service-assigned metadata of the source kept in user properties, appended with `;` on every hop."""
+
+    enabled: bool = True
+    """Default: true."""
+    enqueue_time_property: PropertyName = "repl-enqueue-time"
+    """Source enqueue time (ISO 8601). Default: `repl-enqueue-time`, as in Microsoft's pattern documents
+    (their sample code writes `repl-enqueued-time`; set this to interoperate with it)."""
+    sequence_property: PropertyName = "repl-sequence"
+    """Source sequence number. Default: `repl-sequence`."""
+    offset_property: PropertyName = "repl-offset"
+    """Source offset. Default: `repl-offset`."""
+
+
+class LoopPrevention(FedModel):
+    """Keeps events from bouncing between mirrored entities (the merge pattern)."""
+
+    marker_property: PropertyName = "repl-target"
+    """Property listing, `;`-separated, the entities an event has been replicated from and to; an event
+    whose marker already names the target is skipped. Default: `repl-target`."""
+    forward_replicated: bool = True
+    """Forward events that arrived by replication (chains A→B→C). Set false for a full mesh of three or
+    more mirrored entities, where every origin replicates directly. Default: true."""
+
+
+class Delivery(FedModel):
+    """Delivery guarantees. Nothing is acknowledged at a source before the targets accepted it."""
+
+    effectively_once: bool = False
+    """Skip, after a restart, what was already published (checked against per-batch commit records and
+    the provenance metadata at the target's tail). Default: false (at-least-once; duplicates bounded by
+    one batch per partition)."""
+
+
+class SparkResources(FedModel):
+    """Resources of a Spark driver or executor."""
+
+    cores: Annotated[int, Field(ge=1, le=64)] = 1
+    """CPU cores. Default: 1."""
+    memory: Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]*[kmgt]$")] = "1g"
+    """Memory in Spark notation (`512m`, `2g`). Default: 1g."""
+
+
+class ExecutorResources(SparkResources):
+    """Resources and count of Spark executors."""
+
+    instances: Annotated[int, Field(ge=1, le=256)] = 1
+    """Number of executors. Default: 1."""
+
+
+class PvcCheckpoint(FedModel):
+    """A path on a PersistentVolumeClaim."""
+
+    claim_name: Annotated[str, StringConstraints(min_length=1, max_length=253)]
+    """Name of the PersistentVolumeClaim. Driver and executors both mount it (Service Bus spool files, editor
+    state, commit records): ReadWriteMany, or ReadWriteOnce with every Spark pod on one node."""
+    sub_path: Annotated[str, StringConstraints(max_length=1024, pattern=r"^[^/].*$")] | None = None
+    """Relative path inside the volume. Default: `<namespace>/<task name>`."""
+
+
+class Checkpoint(FedModel):
+    """Where Spark keeps offsets and commit records. Set exactly one of `persistentVolumeClaim` or `uri`.
+    Immutable: a new location means starting over."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            exactly_one("persistentVolumeClaim", "uri"), ("self == oldSelf", "checkpoint is immutable")
+        )
+    )
+
+    persistent_volume_claim: PvcCheckpoint | None = None
+    """A PersistentVolumeClaim path."""
+    uri: (
+        Annotated[str, StringConstraints(max_length=2048, pattern=r"^(abfss|s3a|gs|hdfs|file)://.+$")] | None
+    ) = None
+    """An object-store or file URI (`abfss://`, `s3a://`, `gs://`, `hdfs://`, `file://`)."""
+
+
+# Spark settings that carry credentials (storage account keys, SAS tokens, passwords).
+_CREDENTIAL_CONF = re.compile(r"(password|secret|token|credential|sas|account\.key|\.key$)", re.IGNORECASE)
+
+
+class Runtime(FedModel):
+    """How the Spark application runs."""
+
+    launcher: Literal["kubeflow", "apache"] | None = None
+    """`kubeflow` (spark-operator `sparkoperator.k8s.io/v1beta2`) or `apache` (Apache Spark Kubernetes
+    Operator `spark.apache.org/v1`). Default: the operator's setting."""
+    image: Annotated[str, StringConstraints(max_length=512)] | None = None
+    """Spark application image. Default: the operator's setting."""
+    driver: SparkResources = SparkResources()
+    """Driver resources."""
+    executor: ExecutorResources = ExecutorResources()
+    """Executor resources."""
+    trigger_interval_seconds: Annotated[int, Field(ge=0, le=3600)] = 0
+    """Micro-batch interval. 0 starts the next batch as soon as the previous one ends: the lowest
+    latency (an idle event hub is asked for new events every 0.25 s; a Service Bus receive waits up
+    to 1 s). A longer interval makes fewer, larger batches at the price of latency. Default: 0."""
+    max_events_per_trigger: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    """Upper bound of events per micro-batch across partitions. Default: no bound."""
+    checkpoint: Checkpoint | None = None
+    """Checkpoint location. Default: the operator's checkpoint volume, path `<namespace>/<task name>`."""
+    spark_conf: (
+        Annotated[dict[str, Annotated[str, StringConstraints(max_length=4096)]], Field(max_length=128)] | None
+    ) = None
+    """Extra Spark configuration (no credentials: they would be visible in the Spark application)."""
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _no_credentials_in_conf(cls, conf: dict[str, str] | None) -> dict[str, str] | None:
+        for key in conf or {}:
+            if _CREDENTIAL_CONF.search(key):
+                raise ValueError(
+                    f"{key!r} looks like a credential; Spark settings are visible in the Spark "
+                    "application: mount a Secret instead"
+                )
+        return conf
+
+
+# ----------------------------------------------------------------------------------------------- spec/status
+
+
+class ReplicationTaskSpec(FedModel):
+    """Desired state of a ReplicationTask."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            (
+                "!self.editors.exists(e, (has(e.validate) && e.validate.onInvalid == 'deadLetter')"
+                " || (has(e.verify) && e.verify.onFailure == 'deadLetter')"
+                " || (has(e.enrich) && has(e.enrich.lookup) && e.enrich.lookup.onMissing == 'deadLetter'))"
+                " || has(self.deadLetter)",
+                "an editor dead-letters events, so spec.deadLetter must be set",
+            ),
+        )
+    )
+
+    source: Source
+    """Where events come from."""
+    targets: Annotated[list[Target], Field(min_length=1, max_length=32, json_schema_extra=list_map("name"))]
+    """Where events go; each may have a routing condition."""
+    unrouted: Endpoint | None = None
+    """Receives events that match no target's condition. Default: such events are dropped (and counted)."""
+    dead_letter: Endpoint | None = None
+    """Receives events an editor rejects, and events a target refuses for good (over its message size
+    limit), with the reason in property `repl-dead-letter-reason`."""
+    editors: Annotated[list[Editor], Field(max_length=32)] = []
+    """Editor chain applied in order to every event before routing."""
+    provenance: Provenance = Provenance()
+    """Source metadata propagation."""
+    loop_prevention: LoopPrevention | None = None
+    """Set for mirrored entities (merge): marks forwarded events and skips those already forwarded."""
+    delivery: Delivery = Delivery()
+    """Delivery guarantee."""
+    runtime: Runtime = Runtime()
+    """Spark settings."""
+
+
+class SparkApplicationStatus(FedModel):
+    """The Spark application that runs the task."""
+
+    api_version: str
+    """API version of the Spark application resource."""
+    name: str
+    """Name of the Spark application resource."""
+    state: str = ""
+    """State reported by the Spark operator (e.g. `RUNNING`, `RunningHealthy`)."""
+
+
+class ReplicationTaskStatus(FedModel):
+    """Observed state of a ReplicationTask. Written by the operator only."""
+
+    observed_generation: int | None = None
+    """The generation of the spec this status describes."""
+    conditions: Annotated[list[Condition], Field(max_length=16, json_schema_extra=list_map("type"))] = []
+    """`Ready`, `Reconciling`, `Stalled`, `SparkApplicationRunning`, `SourceReachable`."""
+    spark_application: SparkApplicationStatus | None = None
+    """The Spark application running the task."""
+    active_source_member: str | None = None
+    """The FailoverGroup member the source currently reads from, when it follows one."""
+    last_batch_time: datetime | None = None
+    """When the last micro-batch completed."""
+    events_replicated: Annotated[int, Field(ge=0)] | None = None
+    """Events written to targets since the task was created."""
+    events_dead_lettered: Annotated[int, Field(ge=0)] | None = None
+    """Events sent to the dead-letter target."""
+    replication_lag_seconds: float | None = None
+    """Now minus the source enqueue time of the last event written."""

@@ -1,0 +1,171 @@
+"""The emulator's configuration model (documented in docs/emulator.md): local mode writes it, the emulator
+reads it (YAML or JSON; each side parses the text itself, so this package needs no YAML library).
+
+Keys are camelCase with the unit in the name (``lockDurationSeconds``), like the
+Kubernetes resources Federator manages. The same models serve as the live property bags
+of entities, so a management plane can change them at runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+DEFAULT_KEY_NAME = "RootManageSharedAccessKey"
+# Same well-known placeholder value as Microsoft's own emulator: this is not a secret.
+DEFAULT_KEY_VALUE = "SAS_KEY_VALUE"
+DEFAULT_CONSUMER_GROUP = "$Default"
+DEFAULT_RULE_NAME = "$Default"
+DEFAULT_SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000000"
+DEFAULT_RESOURCE_GROUP = "emulator"
+
+EntityName = Annotated[str, Field(min_length=1, max_length=260, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class SasKey(_Model):
+    name: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+
+
+class EventHubConfig(_Model):
+    name: EntityName
+    partition_count: int = Field(default=2, ge=1, le=1024)
+    consumer_groups: list[str] = Field(default_factory=list)
+    retention_seconds: int = Field(default=86400, ge=1)
+
+    @property
+    def all_consumer_groups(self) -> list[str]:
+        """Declared groups plus ``$Default``, which every event hub has."""
+        return [DEFAULT_CONSUMER_GROUP, *(g for g in self.consumer_groups if g != DEFAULT_CONSUMER_GROUP)]
+
+
+class CorrelationFilterConfig(_Model):
+    correlation_id: str | None = None
+    message_id: str | None = None
+    label: str | None = None
+    to: str | None = None
+    reply_to: str | None = None
+    session_id: str | None = None
+    content_type: str | None = None
+    properties: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
+class RuleConfig(_Model):
+    """A subscription rule: at most one of the two filter kinds; no filter means true."""
+
+    name: str = Field(min_length=1, max_length=50)  # "$Default" is a valid rule name
+    sql_filter: str | None = None
+    correlation_filter: CorrelationFilterConfig | None = None
+    sql_action: str | None = None
+
+    @model_validator(mode="after")
+    def _one_filter(self) -> RuleConfig:
+        if self.sql_filter is not None and self.correlation_filter is not None:
+            raise ValueError(f"rule {self.name!r}: give sqlFilter or correlationFilter, not both")
+        return self
+
+
+class _ReceivableConfig(_Model):
+    lock_duration_seconds: float = Field(default=60, gt=0, le=300)
+    max_delivery_count: int = Field(default=10, ge=1)
+    default_message_ttl_seconds: float | None = Field(default=None, gt=0)
+    dead_lettering_on_message_expiration: bool = False
+    requires_session: bool = False
+    # Free text the owner keeps on the entity (management APIs only), e.g. Federator's ownership marker.
+    user_metadata: str | None = Field(default=None, max_length=1024)
+
+
+class _DuplicateDetectionConfig(_Model):
+    requires_duplicate_detection: bool = False
+    duplicate_detection_window_seconds: float = Field(default=600, gt=0)
+
+
+class QueueConfig(_ReceivableConfig, _DuplicateDetectionConfig):
+    name: EntityName
+
+
+class SubscriptionConfig(_ReceivableConfig):
+    name: EntityName
+    # None: the subscription gets the ``$Default`` true-filter rule, as on Azure.
+    rules: list[RuleConfig] | None = None
+
+
+class TopicConfig(_DuplicateDetectionConfig):
+    name: EntityName
+    default_message_ttl_seconds: float | None = Field(default=None, gt=0)
+    subscriptions: list[SubscriptionConfig] = Field(default_factory=list)
+
+
+class ArmCoordinates(_Model):
+    """Where the namespace lives in the emulated Azure Resource Manager (ARM paths carry these)."""
+
+    subscription_id: str = DEFAULT_SUBSCRIPTION_ID
+    resource_group: str = DEFAULT_RESOURCE_GROUP
+    # None: the namespace's own ``name``.
+    namespace_name: str | None = None
+
+
+class NamespaceConfig(_Model):
+    name: EntityName
+    host: str = "127.0.0.1"
+    # 0 asks the OS for a free port; the ready file says which one was bound.
+    amqp_port: int = Field(default=0, ge=0, le=65535)
+    # The HTTPS management port (ATOM for this namespace, ARM and DNS for all); 0 = ephemeral.
+    https_port: int = Field(default=0, ge=0, le=65535)
+    arm: ArmCoordinates = Field(default_factory=ArmCoordinates)
+    # The largest message (or batch) a sender may transfer, announced on every link: Azure's limit is
+    # 256 KB for Event Hubs Basic and Service Bus Standard, 1 MB for Event Hubs Standard.
+    max_message_size_bytes: int = Field(default=1024 * 1024, ge=1024, le=100 * 1024 * 1024)
+    keys: list[SasKey] = Field(default_factory=lambda: [SasKey(name=DEFAULT_KEY_NAME, key=DEFAULT_KEY_VALUE)])
+    event_hubs: list[EventHubConfig] = Field(default_factory=list)
+    queues: list[QueueConfig] = Field(default_factory=list)
+    topics: list[TopicConfig] = Field(default_factory=list)
+
+    @property
+    def arm_namespace_name(self) -> str:
+        return self.arm.namespace_name or self.name
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> NamespaceConfig:
+        entities: list[EventHubConfig | QueueConfig | TopicConfig] = [
+            *self.event_hubs,
+            *self.queues,
+            *self.topics,
+        ]
+        names = [e.name.lower() for e in entities]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"namespace {self.name!r}: duplicate entity names {duplicates}")
+        if not self.keys:
+            raise ValueError(f"namespace {self.name!r}: at least one SAS key is required")
+        return self
+
+
+class DnsZoneConfig(_Model):
+    """An Azure DNS zone the management plane serves record sets for (``azure-mgmt-dns``)."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9.\-]*$")
+    subscription_id: str = DEFAULT_SUBSCRIPTION_ID
+    resource_group: str = DEFAULT_RESOURCE_GROUP
+
+
+class EmulatorConfig(_Model):
+    namespaces: list[NamespaceConfig] = Field(min_length=1)
+    dns_zones: list[DnsZoneConfig] = Field(default_factory=list)
+    # With a data dir, fsync each write before acknowledging it. Off trades crash safety
+    # (a power loss, not a process kill) for speed.
+    fsync: bool = True
+
+    @model_validator(mode="after")
+    def _unique_namespaces(self) -> EmulatorConfig:
+        names = [n.name for n in self.namespaces]
+        if len(set(names)) != len(names):
+            raise ValueError("namespace names must be unique")
+        return self
+

@@ -1,0 +1,127 @@
+"""The task config: what the operator's planning writes into a task's ConfigMap (`task.json`) and the
+replication app reads at start-up. One typed model for both ends, so a key cannot be written under one
+name and read under another: planning builds it, only the ConfigMap builder serializes it, local mode
+copies it with changes (`model_copy`), and the app validates it once (`TaskConfig.from_json`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from federator_contract.api.base import API_VERSION, DNS_LABEL, ConfigMapKeySelector, SecretKeySelector
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+
+MEMBERS_DIR = "members"
+"""Under the checkpoint location: one sub-location per followed member (positions are per namespace)."""
+
+
+class TaskConfigError(ValueError):
+    """The task config cannot be run by the replication app."""
+
+
+class _ContractModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class TaskMetadata(_ContractModel):
+    name: str
+    namespace: str
+    generation: int | None = None
+
+
+# The member names a checkpoint directory: nothing but a DNS label may get there.
+DnsLabel = Annotated[str, Field(pattern=DNS_LABEL)]
+
+
+class FollowingSource(_ContractModel):
+    """The source reads the member a FailoverGroup publishes for consumers (docs/patterns/failover.md)."""
+
+    group: DnsLabel
+    member: DnsLabel
+    skew_seconds: Annotated[int, Field(ge=0)]
+    """Resume this far before the last replicated event's source enqueue time after a switch (the
+    `failoverGroupRef.resumeSkewSeconds` of the spec; its default lives there)."""
+    switched_at: str | None = None
+    """When the group last switched its consumers' member (the group's `status.consumerSince`)."""
+
+
+class TaskConfig(_ContractModel):
+    api_version: str = API_VERSION
+    kind: Literal["ReplicationTask"] = "ReplicationTask"
+    metadata: TaskMetadata
+    spec: ReplicationTaskSpec
+    """The task's spec with concrete connections (a followed group's member already substituted)."""
+    checkpoint_location: str
+    secret_env: dict[str, str] = {}
+    """`<Secret>/<key>` → the environment variable that holds the value in the Spark pods."""
+    config_map_files: dict[str, str] = {}
+    """`<ConfigMap>/<key>` an editor reads → the file it is mounted as."""
+    metrics_port: int | None = None
+    """The app's Prometheus port; None: no endpoint."""
+    followed_members: dict[str, str] = {}
+    """Spec path of each connection that follows a FailoverGroup → the `group/member` it uses now."""
+    following: FollowingSource | None = None
+    emulator_connections: dict[str, str] = {}
+    """Local mode only: emulator namespace → its connection string."""
+    status_file: str | None = None
+    """Local mode only: where the app writes its status (default: under the checkpoint location)."""
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace
+
+    @property
+    def query_checkpoint_location(self) -> str:
+        """Where the query keeps what is tied to its source and batch ids (Spark's offsets, the Service Bus
+        spool, commit records, editor state): a following source gets one sub-location per member, since
+        positions of one namespace mean nothing on another. The status file stays at the task's level."""
+        if self.following is None:
+            return self.checkpoint_location
+        return f"{self.checkpoint_location.rstrip('/')}/{MEMBERS_DIR}/{self.following.member}"
+
+    def secret_env_for(self, selector: SecretKeySelector) -> str:
+        """The environment variable that holds a Secret key's value in the Spark pods."""
+        ref = f"{selector.name}/{selector.key}"
+        env = self.secret_env.get(ref)
+        if env is None:
+            raise TaskConfigError(f"secretEnv has no environment variable for secret {ref!r}")
+        return env
+
+    def config_map_path(self, selector: ConfigMapKeySelector) -> str:
+        """The file a ConfigMap key is mounted as (in the pods, and in local mode)."""
+        ref = f"{selector.name}/{selector.key}"
+        path = self.config_map_files.get(ref)
+        if path is None:
+            raise TaskConfigError(f"configMapFiles has no file for ConfigMap key {ref!r}")
+        return path
+
+    def to_json(self) -> str:
+        """The serialized form (stable key order, so an unchanged config is an unchanged ConfigMap)."""
+        raw = self.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return json.dumps(raw, indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> TaskConfig:
+        """Validated once; every problem named by its key path (TaskConfigError)."""
+        try:
+            raw = json.loads(text)
+        except ValueError as error:
+            raise TaskConfigError(f"the task config is not JSON: {error}") from None
+        return cls.from_raw(raw)
+
+    @classmethod
+    def from_raw(cls, raw: Any) -> TaskConfig:
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in error.errors()
+            )
+            raise TaskConfigError(f"invalid task config: {problems}") from None

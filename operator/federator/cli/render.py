@@ -1,0 +1,108 @@
+"""The GitOps preview: for each manifest, exactly the objects the operator would create in a cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from federator.failover.publishing import dns_record_sets, endpoints_config_map
+from federator.failover.state import GroupState, step
+from federator.planning.errors import PlanningError
+from federator.planning.launchers import render_spark_application
+from federator.planning.mirror import plan_mirror
+from federator.planning.task import Owner, plan_replication_task
+from federator.settings import OperatorSettings
+from federator.validation import validate_object
+from federator.validation.documents import Document
+from federator_contract.api.base import API_VERSION
+from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+
+
+@dataclass
+class Preview:
+    """The children of one manifest, or why there are none."""
+
+    label: str
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    provisioning: dict[str, Any] | None = None
+    """What is provisioned outside Kubernetes (Service Bus subscriptions, rules, queues; DNS records)."""
+    provisioning_title: str = "Service Bus provisioning plan"
+    reason: str | None = None
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+SINCE_PLACEHOLDER = "<the time of the switch>"
+
+
+def preview_document(doc: Document, settings: OperatorSettings) -> Preview | None:
+    """None for documents that are not Federator resources."""
+    kind, problems = validate_object(doc.body)
+    if kind is None and not problems:
+        return None
+    if problems:
+        detail = "; ".join(str(p) for p in problems)
+        return Preview(doc.label, reason="InvalidSpec", message=detail)
+    assert kind is not None
+    meta = doc.body["metadata"]
+    if kind.kind == "FailoverGroup":
+        return _failover_group(doc.label, meta, FailoverGroupSpec.model_validate(doc.body["spec"]))
+    if kind.kind == "ServiceBusMirror":
+        mirror = plan_mirror(
+            name=meta["name"],
+            namespace=meta.get("namespace", "default"),
+            spec=ServiceBusMirrorSpec.model_validate(doc.body["spec"]),
+            uid=meta.get("uid"),
+        )
+        return Preview(doc.label, mirror.tasks, provisioning=mirror.provisioning())
+    spec = ReplicationTaskSpec.model_validate(doc.body["spec"])
+    try:
+        plan = plan_replication_task(
+            name=meta["name"],
+            namespace=meta.get("namespace", "default"),
+            spec=spec,
+            settings=settings,
+            uid=meta.get("uid"),
+            generation=meta.get("generation"),
+        )
+    except PlanningError as err:
+        return Preview(doc.label, reason=err.reason, message=err.message)
+    return Preview(doc.label, [plan.config_map, render_spark_application(plan.launcher, plan.spark_app)])
+
+
+def _failover_group(label: str, meta: dict[str, Any], spec: FailoverGroupSpec) -> Preview:
+    """What the group publishes once it starts: the endpoints ConfigMap (and DNS records) for the member
+    `spec.activeMember` names, default the primary. The switch times are only known then."""
+    start = step(spec, GroupState(), {}, None, datetime.now(UTC)).state
+    name, namespace = meta["name"], meta.get("namespace", "default")
+    owner = Owner(API_VERSION, "FailoverGroup", name, meta["uid"]) if meta.get("uid") else None
+    config_map = endpoints_config_map(name, namespace, spec, start, owner)
+    config_map["data"].update(
+        {key: SINCE_PLACEHOLDER for key in ("producerSince", "consumerSince") if key in config_map["data"]}
+    )
+    records = dns_record_sets(spec, start)
+    if spec.publishing.dns is None:
+        return Preview(label, [config_map])
+    zone = spec.publishing.dns.zone
+    dns = {
+        "zone": zone.zone_name,
+        "resourceGroup": zone.resource_group,
+        "recordSets": [
+            {"name": r.name, "type": r.type, "ttl": r.ttl, "cname": r.cname}
+            if r.type == "CNAME"
+            else {
+                "name": r.name,
+                "type": r.type,
+                "ttl": r.ttl,
+                "srv": [{"priority": p, "weight": w, "port": port, "target": t} for p, w, port, t in r.srv],
+            }
+            for r in records
+        ],
+    }
+    return Preview(label, [config_map], provisioning=dns, provisioning_title="Azure DNS record sets")

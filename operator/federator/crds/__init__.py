@@ -1,0 +1,1 @@
+"""CRD manifests and the API reference, generated from the API models."""

@@ -1,0 +1,1 @@
+"""FailoverGroups: probing members, deciding a switch, publishing endpoints (ConfigMap, Azure DNS)."""
