@@ -127,6 +127,25 @@ def render(
         raise typer.Exit(code=1)
 
 
+@app.command()
+def graph(
+    filename: Annotated[
+        list[Path], typer.Option("-f", "--filename", help="Manifest files or directories; repeat the option.")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="mermaid (text), svg (needs Graphviz) or dot.")
+    ] = "mermaid",
+) -> None:
+    """Draw the topology of the manifests: namespaces, entities, subscriptions with their rules, tasks and
+    their routes, FailoverGroups. Example: federator graph -f examples/ --format svg > topology.svg"""
+    from federator.topology.cli import draw_files
+
+    if fmt not in {"mermaid", "svg", "dot"}:
+        err.print(f"[red]--format must be mermaid, svg or dot, not {escape(fmt)}[/]")
+        raise typer.Exit(code=2)
+    raise typer.Exit(code=draw_files(filename, fmt, err))
+
+
 StateDirOption = Annotated[
     Path,
     typer.Option("--state-dir", help="Checkpoints, logs and emulator data; a second run resumes from here."),

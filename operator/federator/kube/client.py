@@ -4,6 +4,7 @@ and kopf authenticate the same way (kubeconfig or in-cluster service account).""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import ssl
 import tempfile
@@ -63,8 +64,10 @@ class KubeClient:
         self._served: dict[tuple[str, str], float] = {}
 
     @classmethod
-    def from_connection_info(cls, info: kopf.ConnectionInfo) -> KubeClient:
-        headers = {"Accept": "application/json", "User-Agent": "federator-operator"}
+    def from_connection_info(
+        cls, info: kopf.ConnectionInfo, user_agent: str = "federator-operator"
+    ) -> KubeClient:
+        headers = {"Accept": "application/json", "User-Agent": user_agent}
         if info.token:
             headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
         auth = aiohttp.BasicAuth(info.username, info.password or "") if info.username else None
@@ -92,6 +95,16 @@ class KubeClient:
             if err.status == 404:
                 return None
             raise
+
+    async def get_text(self, path: str) -> str | None:
+        """A plain-text resource (a pod's log, a proxied /metrics), or None when it does not exist."""
+        async with self._session.get(self._server + path, headers={"Accept": "*/*"}) as response:
+            if response.status == 404:
+                return None
+            text = await response.text(errors="replace")
+            if response.status >= 400:
+                raise ApiError(response.status, _message(text) or str(response.reason))
+            return text
 
     async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self._request("POST", path, body)
@@ -137,6 +150,14 @@ class KubeClient:
                 )
                 raise ApiError(response.status, str(message))
             return payload if isinstance(payload, dict) else {}
+
+
+def _message(text: str) -> str:
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return text.strip()[:500]
+    return str(payload.get("message", "")) if isinstance(payload, dict) else ""
 
 
 def _ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext:

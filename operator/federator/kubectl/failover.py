@@ -1,0 +1,296 @@
+"""`kubectl federator failover|failback`: plan the switch (pure), show it, ask, write `spec.activeMember`,
+then follow the group until the switch completed or failed.
+
+The operator acts on a *change* of `spec.activeMember` (it records the value it acted on in
+`status.requestedMember`; docs/patterns/failover.md). When the field already names the wanted member
+(automatic mode, after an automatic failover), the request is made by removing it (the primary), or by
+removing it and then setting it once the operator saw the removal (another member)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.prompt import Confirm
+from rich.text import Text
+
+from federator.api.kinds import BY_KIND
+from federator.kube.client import JSON_PATCH, MERGE_PATCH
+from federator.kubectl import output
+from federator.kubectl.cluster import Cluster, PluginError, ref_of
+from federator.kubectl.failover_follow import follow
+from federator.kubectl.model import (
+    Obj,
+    condition,
+    endpoints,
+    following_groups,
+    lag_of,
+    meta,
+    spec_of,
+    status_of,
+)
+
+GROUPS = ref_of(BY_KIND["FailoverGroup"])
+TASKS = ref_of(BY_KIND["ReplicationTask"])
+
+
+class NothingToDo(Exception):
+    """The group already is where it was asked to go."""
+
+
+@dataclass(frozen=True)
+class Patch:
+    content_type: str
+    body: Any
+    requested: str
+    """`status.requestedMember` once the operator has seen this patch ("" when the field is removed)."""
+    describe: str
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    name: str
+    roles: str
+    """`source`, `targets` or `source+targets`: which side follows the group."""
+    before: str
+    after: str
+    lag_seconds: float | None
+
+
+@dataclass
+class SwitchPlan:
+    namespace: str
+    group: str
+    mode: str
+    primary: str
+    target: str
+    failback: bool
+    producer: str
+    consumer: str
+    endpoints: dict[str, str]
+    patches: list[Patch]
+    tasks: list[TaskChange] = field(default_factory=list)
+    into_target: list[tuple[str, float | None, str | None]] = field(default_factory=list)
+    """Tasks that replicate into the target member: (name, lag seconds, last batch time)."""
+    warnings: list[str] = field(default_factory=list)
+    drain_timeout_seconds: int = 600
+    period_seconds: int = 10
+
+
+def plan_switch(group: Obj, member: str | None, tasks: list[Obj]) -> SwitchPlan:
+    """What switching `group` to `member` (None: the primary) takes and changes. Raises NothingToDo, or
+    PluginError when the switch cannot be requested."""
+    ns, name = meta(group)
+    spec, status = spec_of(group), status_of(group)
+    members = {str(m.get("name")): m for m in spec.get("members") or []}
+    primary = str(spec.get("primaryMember"))
+    target = member or primary
+    if target not in members:
+        raise PluginError(f"{target!r} is not a member of FailoverGroup {name}: {', '.join(members)}")
+    producer, consumer = status.get("producerMember"), status.get("consumerMember")
+    if not producer or not consumer:
+        raise PluginError(
+            f"FailoverGroup {name} has no producer/consumer member in its status yet: the operator has not "
+            "reconciled it (is it running? `kubectl federator status fg/" + name + "`)"
+        )
+    if producer == consumer == target:
+        raise NothingToDo(f"FailoverGroup {name}: producers and consumers already use {target}")
+    plan = SwitchPlan(
+        namespace=ns,
+        group=name,
+        mode=str(spec.get("mode", "manual")),
+        primary=primary,
+        target=target,
+        failback=target == primary,
+        producer=str(producer),
+        consumer=str(consumer),
+        endpoints={n: str(m.get("endpoint", "")) for n, m in members.items()},
+        patches=_patches(
+            spec, status, target, str(producer), (group.get("metadata") or {}).get("resourceVersion")
+        ),
+        drain_timeout_seconds=int((spec.get("failback") or {}).get("drainTimeoutSeconds", 600)),
+        period_seconds=int((spec.get("probe") or {}).get("periodSeconds", 10)),
+    )
+    plan.tasks = _task_changes(name, tasks, plan)
+    plan.into_target = _replicating_into(members[target], tasks)
+    plan.warnings = _warnings(group, target)
+    return plan
+
+
+def _patches(spec: Obj, status: Obj, target: str, producer: str, version: str | None) -> list[Patch]:
+    primary = spec.get("primaryMember")
+    current = spec.get("activeMember")
+    set_it = Patch(
+        MERGE_PATCH,
+        {"metadata": {"resourceVersion": version}, "spec": {"activeMember": target}},
+        target,
+        f"spec.activeMember: {current or '(unset)'} → {target}",
+    )
+    if current != target:
+        return [set_it]
+    if spec.get("mode", "manual") == "manual":
+        return []  # manual mode already wants it: the operator is on its way (or the group is Stalled)
+    remove = Patch(
+        JSON_PATCH,
+        [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+            {"op": "remove", "path": "/spec/activeMember"},
+        ],
+        "",
+        f"remove spec.activeMember (it already names {target}; only a change is a request)",
+    )
+    if target == primary:
+        return [remove]
+    if producer != primary:
+        raise PluginError(
+            f"spec.activeMember already names {target}, and the operator acts on a change of it; removing it "
+            f"would switch to the primary {primary} first. Switch to {primary} first "
+            f"(kubectl federator failover GROUP --to {primary}), then to {target}"
+        )
+    # Removing asks for the primary, which producers already use: no switch; then the field is a change.
+    then = Patch(
+        MERGE_PATCH, {"spec": {"activeMember": target}}, target, f"then spec.activeMember → {target}"
+    )
+    return [remove, then]
+
+
+def _task_changes(group: str, tasks: list[Obj], plan: SwitchPlan) -> list[TaskChange]:
+    found = []
+    for task in tasks:
+        roles = following_groups(task).get(group)
+        if roles is None:
+            continue
+        # A source reads the consumers' member, targets write to the producers' member.
+        reads = "source" in roles
+        before = plan.consumer if reads else plan.producer
+        after = plan.target
+        found.append(TaskChange(meta(task)[1], roles, before, after, lag_of(task)[0].seconds_behind))
+    return sorted(found, key=lambda c: c.name)
+
+
+def _replicating_into(member: Obj, tasks: list[Obj]) -> list[tuple[str, float | None, str | None]]:
+    """Tasks that write into the member's namespace (same connection): what they have not copied yet
+    is what the member lacks after a switch."""
+    wanted = member.get("connection") or {}
+    found = []
+    for task in tasks:
+        if any(
+            role.startswith("target:") and (body.get("connection") or {}) == wanted
+            for role, body in endpoints(spec_of(task))
+        ):
+            lag = lag_of(task)[0]
+            found.append((meta(task)[1], lag.seconds_behind, lag.last_batch_time))
+    return sorted(found)
+
+
+def _warnings(group: Obj, target: str) -> list[str]:
+    found = []
+    probe = next((p for p in status_of(group).get("probes") or [] if p.get("member") == target), None)
+    if probe is None:
+        found.append(f"{target} has not been probed yet")
+    elif not probe.get("healthy"):
+        found.append(
+            f"{target} failed its last probe ({probe.get('consecutiveFailures', 0)} in a row): "
+            f"{probe.get('message', '')}"
+        )
+    stalled = condition(group, "Stalled")
+    if stalled is not None and stalled.status == "True":
+        found.append(f"the group is Stalled ({stalled.reason}): {stalled.message}")
+    return found
+
+
+def show(plan: SwitchPlan) -> list[Text]:
+    """The plan as lines for a human."""
+    ep = plan.endpoints
+    verb = "Fail back" if plan.failback else "Fail over"
+    lines = [
+        Text.assemble(
+            (f"{verb} FailoverGroup ", "bold"),
+            (f"{plan.namespace}/{plan.group}", "bold cyan"),
+            f" ({plan.mode} mode) to {plan.target}",
+        ),
+        Text(f"  producers  {plan.producer} ({ep[plan.producer]})  →  {plan.target} ({ep[plan.target]})"),
+    ]
+    if plan.failback and plan.consumer != plan.target:
+        lines.append(
+            Text(
+                f"  consumers  {plan.consumer} ({ep[plan.consumer]})  →  {plan.target}, once "
+                f"{plan.consumer} is drained (at most {plan.drain_timeout_seconds}s)"
+            )
+        )
+    else:
+        lines.append(
+            Text(f"  consumers  {plan.consumer} ({ep[plan.consumer]})  →  {plan.target} ({ep[plan.target]})")
+        )
+    lines.append(Text("  published  the group's endpoints ConfigMap (and DNS records, if configured)"))
+    for patch in plan.patches:
+        lines.append(Text(f"  change     {patch.describe}"))
+    if plan.tasks:
+        lines.append(Text("Tasks following the group:", style="bold"))
+        for task in plan.tasks:
+            lines.append(
+                Text(
+                    f"  {task.name}  {task.roles}: {task.before} → {task.after}   "
+                    f"lag {output.seconds(task.lag_seconds)}"
+                )
+            )
+    if plan.into_target:
+        lines.append(
+            Text(
+                f"Replication into {plan.target} (what it has not copied yet is missing there):", style="bold"
+            )
+        )
+        for name, lag, last in plan.into_target:
+            lines.append(Text(f"  {name}  {output.seconds(lag)} behind, last batch {last or 'never'}"))
+    else:
+        lines.append(
+            Text(
+                f"No ReplicationTask in this namespace writes into {plan.target}: no lag figure to "
+                "estimate loss from.",
+                style="dim",
+            )
+        )
+    lines.extend(Text(f"warning: {w}", style="bold yellow") for w in plan.warnings)
+    return lines
+
+
+async def run_switch(
+    cluster: Cluster,
+    group: str,
+    member: str | None,
+    *,
+    yes: bool,
+    wait: bool = True,
+    timeout: float | None = None,
+) -> None:
+    out = output.console()
+    ns = cluster.target.namespace
+    found = await cluster.get(GROUPS, ns, group)
+    if found is None:
+        raise PluginError(f"FailoverGroup {group} not found in namespace {ns}")
+    tasks = await cluster.items(TASKS, ns)
+    try:
+        plan = plan_switch(found, member, tasks)
+    except NothingToDo as done:
+        out.print(str(done))
+        return
+    for line in show(plan):
+        out.print(line)
+    if not yes and not Confirm.ask("Proceed?", console=out, default=False):
+        raise PluginError("nothing changed")
+    started = time.monotonic()
+    deadline = started + (timeout or _default_timeout(plan))
+    for index, patch in enumerate(plan.patches):
+        await cluster.patch(GROUPS, ns, group, patch.body, patch.content_type)
+        out.print(Text(f"requested: {patch.describe}", style="green"))
+        if index < len(plan.patches) - 1:
+            await follow(cluster, plan, started, deadline, until_requested=patch.requested)
+    if wait:
+        await follow(cluster, plan, started, deadline)
+
+
+def _default_timeout(plan: SwitchPlan) -> float:
+    # A request is seen at once (a spec change wakes the group); a failback waits for the drain.
+    rounds = 6 * plan.period_seconds + 60
+    return rounds + (plan.drain_timeout_seconds if plan.failback else 0)

@@ -1,0 +1,72 @@
+"""How the plugin writes to the terminal: rich, with colours only on a terminal and never with `NO_COLOR`
+set (rich honours both); `-o json|yaml` for programs."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from federator.kubectl.model import ERROR, NOTE, OK, WARNING, ConditionView
+
+STYLES = {OK: "green", NOTE: "yellow", WARNING: "yellow", ERROR: "bold red"}
+MARKS = {OK: "✓", NOTE: "…", WARNING: "!", ERROR: "✗"}
+
+
+def console(stderr: bool = False) -> Console:
+    # soft_wrap off: long messages wrap inside tables and trees instead of running off the screen; a pipe
+    # gets COLUMNS (or 120) columns so that nothing is cut.
+    width = None if _is_terminal(stderr) else int(os.environ.get("COLUMNS", "120"))
+    return Console(stderr=stderr, highlight=False, width=width)
+
+
+def _is_terminal(stderr: bool) -> bool:
+    stream = 2 if stderr else 1
+    try:
+        return os.isatty(stream)
+    except OSError:
+        return False
+
+
+def mark(severity: int) -> Text:
+    return Text(MARKS[severity], style=STYLES[severity])
+
+
+def condition_line(c: ConditionView) -> Text:
+    """`✗ Stalled=True SecretNotFound: Secret orders-weu not found` (the message is never cut)."""
+    line = Text()
+    line.append_text(mark(c.severity))
+    line.append(f" {c.type}={c.status} ", style="bold" if c.severity else "")
+    line.append(c.reason, style=STYLES[c.severity] if c.severity else "")
+    if c.message:
+        line.append(f": {c.message}")
+    return line
+
+
+def state_text(state: str, reason: str, severity: int) -> Text:
+    return Text.assemble(
+        (state, STYLES[severity]), " ", (reason, "dim" if severity == OK else STYLES[severity])
+    )
+
+
+def dump(data: Any, fmt: str, out: Console) -> None:
+    """`json` or `yaml`, plain (no markup, no highlighting), to stdout."""
+    text = json.dumps(data, indent=2, default=str) if fmt == "json" else yaml.safe_dump(data, sort_keys=False)
+    out.print(text, markup=False, highlight=False, soft_wrap=True, end="" if text.endswith("\n") else "\n")
+
+
+def seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}s"
+
+
+def count(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def safe(text: Any) -> str:
+    return escape(str(text))
