@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.console import Console
 from rich.prompt import Confirm
 from rich.text import Text
 
@@ -172,16 +173,24 @@ def _task_changes(group: str, tasks: list[Obj], plan: SwitchPlan) -> list[TaskCh
 def _replicating_into(member: Obj, tasks: list[Obj]) -> list[tuple[str, float | None, str | None]]:
     """Tasks that write into the member's namespace (same connection): what they have not copied yet
     is what the member lacks after a switch."""
-    wanted = member.get("connection") or {}
+    wanted = _normal(member.get("connection") or {})
     found = []
     for task in tasks:
         if any(
-            role.startswith("target:") and (body.get("connection") or {}) == wanted
+            role.startswith("target:") and _normal(body.get("connection") or {}) == wanted
             for role, body in endpoints(spec_of(task))
         ):
             lag = lag_of(task)[0]
             found.append((meta(task)[1], lag.seconds_behind, lag.last_batch_time))
     return sorted(found)
+
+
+def _normal(connection: Obj) -> Obj:
+    """A connection with the Secret key's default filled in, so that equal references compare equal."""
+    ref = connection.get("secretRef")
+    if isinstance(ref, dict):
+        return {**connection, "secretRef": {"key": "connectionString", **ref}}
+    return connection
 
 
 def _warnings(group: Obj, target: str) -> list[str]:
@@ -277,7 +286,7 @@ async def run_switch(
         return
     for line in show(plan):
         out.print(line)
-    if not yes and not Confirm.ask("Proceed?", console=out, default=False):
+    if not yes and not _confirmed(out):
         raise PluginError("nothing changed")
     started = time.monotonic()
     deadline = started + (timeout or _default_timeout(plan))
@@ -288,6 +297,14 @@ async def run_switch(
             await follow(cluster, plan, started, deadline, until_requested=patch.requested)
     if wait:
         await follow(cluster, plan, started, deadline)
+
+
+def _confirmed(out: Console) -> bool:
+    try:
+        return Confirm.ask("Proceed?", console=out, default=False)
+    except EOFError:  # no terminal and nothing piped in: no consent
+        out.print()
+        return False
 
 
 def _default_timeout(plan: SwitchPlan) -> float:

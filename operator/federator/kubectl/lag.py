@@ -49,20 +49,21 @@ def table(found: list[dict[str, Any]], all_namespaces: bool, now: datetime | Non
     if not found:
         return Text("No ReplicationTasks found.")
     now = now or datetime.now(UTC)
-    grid = Table(box=None, header_style="bold", pad_edge=False)
+    grid = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
     if all_namespaces:
         grid.add_column("NAMESPACE")
     for name, justify in (
         ("TASK", "left"),
         ("PARTITION", "left"),
-        ("SECONDS BEHIND", "right"),
+        ("LAG", "right"),
         ("EVENTS BEHIND", "right"),
         ("REPLICATED", "right"),
         ("LAST BATCH", "left"),
-        ("SOURCE MEMBER", "left"),
+        ("SOURCE", "left"),
         ("STATE", "left"),
+        ("REASON", "left"),
     ):
-        grid.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        grid.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in found:
         state_style = (
             "green" if row["state"] == "Ready" else ("bold red" if row["state"] == "Stalled" else "yellow")
@@ -75,7 +76,8 @@ def table(found: list[dict[str, Any]], all_namespaces: bool, now: datetime | Non
             output.count(row["eventsReplicated"]),
             ago(row["lastBatchTime"], now) or "never",
             row["sourceMember"] or "",
-            Text(f"{row['state']} {row['reason']}", style=state_style),
+            Text(row["state"], style=state_style),
+            row["reason"],
         ]
         grid.add_row(*([row["namespace"]] if all_namespaces else []), *cells)
     return grid

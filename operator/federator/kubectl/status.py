@@ -4,6 +4,7 @@ Built once as plain data (what `-o json|yaml` prints), then drawn as a rich tree
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from federator.kubectl.cluster import TASK_LABEL, Snapshot
 from federator.kubectl.model import (
     OK,
     SEVERITY_NAMES,
+    ConditionView,
     Obj,
     ago,
     conditions,
@@ -253,9 +255,8 @@ def _title(item: dict[str, Any], extra: str = "") -> Text:
 
 
 def _draw_conditions(tree: Tree, item: dict[str, Any]) -> None:
-    """Abnormal conditions in full, worst first, and Ready; the rest in one line."""
-    from federator.kubectl.model import ConditionView
-
+    """Abnormal conditions in full, worst first, and Ready; the rest in one line. A message already
+    shown (Stalled and Ready=False usually share one) is not repeated."""
     views = [
         ConditionView(c["type"], c["status"], c["reason"], c["message"], c["lastTransitionTime"])
         for c in item["conditions"]
@@ -263,10 +264,12 @@ def _draw_conditions(tree: Tree, item: dict[str, Any]) -> None:
     if not views:
         tree.add(Text(item["message"], style="yellow"))
         return
-    normal = []
+    normal, said = [], set()
     for view in views:
         if view.severity != OK or view.type == "Ready":
-            tree.add(output.condition_line(view))
+            repeated = view.message in said
+            tree.add(output.condition_line(replace(view, message="(message as above)") if repeated else view))
+            said.add(view.message)
         else:
             normal.append(f"{view.type}={view.status}")
     if normal:
@@ -344,7 +347,7 @@ def _draw_mirror(mirror: dict[str, Any], now: datetime) -> Tree:
 def _draw_task(parent: Tree, task: dict[str, Any], now: datetime) -> None:
     extra = []
     if task["follows"]:
-        extra.append(f"follows with its {task['follows']}")
+        extra.append(f"its {task['follows']} follow{'s' if task['follows'] == 'source' else ''} the group")
     if task["activeSourceMember"]:
         extra.append(f"source member {task['activeSourceMember']}")
     node = parent.add(_title(task, " · ".join(extra)))

@@ -1,0 +1,59 @@
+"""Helpers for the `kubectl federator` tests: the plugin's environment and objects created as the operator
+leaves them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Protocol
+
+from support.kube import KubeServer
+
+API = "/apis/federator.io/v1alpha1"
+MERGE = "application/merge-patch+json"
+PLURALS = {
+    "FailoverGroup": "failovergroups",
+    "ServiceBusMirror": "servicebusmirrors",
+    "ReplicationTask": "replicationtasks",
+}
+
+
+class Plugin(Protocol):
+    def __call__(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 60,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]: ...
+
+
+def plugin_env(kubeconfig: Path, home: Path) -> dict[str, str]:
+    return {
+        # kubectl looks plugins up on PATH: the venv's bin holds kubectl-federator.
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "HOME": str(home),
+        "KUBECONFIG": str(kubeconfig),
+        "KUBE_FEATURE_WatchListClient": "false",
+        "COLUMNS": "200",
+    }
+
+
+def create(kube: KubeServer, obj: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Create an object through the API (as kubectl would) and, like the operator, write its status."""
+    ns = obj["metadata"].setdefault("namespace", "default")
+    if obj["apiVersion"].startswith("federator.io/"):
+        path = f"{API}/namespaces/{ns}/{PLURALS[obj['kind']]}"
+    else:
+        path = f"/api/v1/namespaces/{ns}/{obj['kind'].lower()}s"
+    code, body = kube.request("POST", path, obj)
+    assert code in (200, 201), body
+    if status is not None:
+        code, body = kube.request(
+            "PATCH", f"{path}/{obj['metadata']['name']}/status", {"status": status}, MERGE
+        )
+        assert code == 200, body
+    return body  # type: ignore[no-any-return]

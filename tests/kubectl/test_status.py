@@ -1,0 +1,157 @@
+"""`kubectl federator status`: trees of groups and mirrors down to Spark and lag, conditions worst first
+with their full messages, `-o json|yaml`, one object by KIND/NAME, `--watch`."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import time
+
+import yaml
+from plugin_helpers import API, MERGE, Plugin
+from plugin_seeds import LONG_MESSAGE, seed_topology
+
+from support.kube import K8sTools, KubeServer
+
+
+def test_status_draws_groups_mirrors_and_tasks_worst_first(kube: KubeServer, federator: Plugin) -> None:
+    seed_topology(kube)
+    text = federator("status").stdout
+    assert "FailoverGroup default/orders" in text and "automatic · FailedOver" in text
+    assert "OnSecondary: producers and consumers use neu, not the primary weu" in text
+    assert "weu (primary)  orders-weu.servicebus.windows.net" in text
+    assert "probe failed 7 times in a row" in text and "connection refused (weu probe)" in text
+    assert "neu  orders-neu.servicebus.windows.net  ← producers + consumers" in text
+    # The task following the group sits under it, with Spark, its driver pod and its lag.
+    group_part = text[text.index("FailoverGroup default/orders") : text.index("ServiceBusMirror")]
+    assert "ReplicationTask default/archive" in group_part and "source member neu" in group_part
+    assert "sparkoperator.k8s.io/v1beta2 archive: RUNNING" in group_part
+    assert "driver archive-driver Running, 2 restarts" in group_part
+    assert "12.5s behind · 4,200 replicated" in group_part
+    # The mirror: members, the provisioned subscription with its rule, the pair and its task.
+    mirror_part = text[text.index("ServiceBusMirror default/billing") :]
+    assert "topics/invoices/subscriptions/repl-east" in mirror_part
+    assert (
+        "rule replication: replication IS NULL  →  SET replication = 1; SET sys.TimeToLive = '00:02:00'"
+        in mirror_part
+    )
+    assert "west → east: task billing-west-east" in mirror_part
+    # Other tasks: the stalled one first, its message whole, however long.
+    rest = text[text.index("ReplicationTasks\n") :]
+    assert rest.index("default/broken") < rest.index("default/slow")
+    assert "Stalled=True SecretNotFound" in rest
+    unwrapped = " ".join(rest.translate(str.maketrans("", "", "│├└─")).split())
+    assert LONG_MESSAGE in unwrapped, "the condition message must be wrapped, never cut"
+    assert "\x1b[" not in text, "no colour codes on a pipe"
+
+
+def test_status_of_one_group_as_json_and_yaml(kube: KubeServer, federator: Plugin) -> None:
+    seed_topology(kube)
+    data = json.loads(federator("status", "fg/orders", "-o", "json").stdout)
+    assert [g["name"] for g in data["failoverGroups"]] == ["orders"]
+    assert data["serviceBusMirrors"] == [] and data["replicationTasks"] == []
+    found = data["failoverGroups"][0]
+    assert (found["phase"], found["producerMember"], found["consumerMember"]) == ("FailedOver", "neu", "neu")
+    assert next(c["type"] for c in found["conditions"]) == "FailedOver", (
+        "worst first: FailedOver=True before Ready"
+    )
+    [task] = found["tasks"]
+    assert task["name"] == "archive" and task["follows"] == "source"
+    assert task["lag"] == [
+        {
+            "partition": None,
+            "secondsBehind": 12.5,
+            "eventsBehind": None,
+            "eventsReplicated": 4200,
+            "lastBatchTime": "2026-11-26T12:00:00Z",
+        }
+    ]
+    assert (
+        yaml.safe_load(federator("status", "rt/broken", "-o", "yaml").stdout)["replicationTasks"][0]["state"]
+        == "Stalled"
+    )
+
+
+def test_status_names_what_it_cannot_find(kube: KubeServer, federator: Plugin) -> None:
+    done = federator("status", "fg/nope", check=False)
+    assert done.returncode == 1 and "failovergroup nope not found in namespace default" in done.stderr
+    done = federator("status", "pod/x", check=False)
+    assert done.returncode == 1 and "unknown kind 'pod'" in done.stderr
+    assert "No FailoverGroups, ServiceBusMirrors or ReplicationTasks found." in federator("status").stdout
+
+
+def test_status_watch_prints_a_new_snapshot_when_something_changes(
+    kube: KubeServer, k8s_tools: K8sTools, plugin_environment: dict[str, str]
+) -> None:
+    seed_topology(kube)
+    proc = subprocess.Popen(
+        [str(k8s_tools.kubectl), "federator", "status", "rt/slow", "--watch", "--interval", "0.3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=plugin_environment,
+    )
+    try:
+        assert proc.stdout is not None
+        first = _read_until(proc.stdout, "95.0s behind")
+        assert "UTC" in first
+        kube.request(
+            "PATCH",
+            f"{API}/namespaces/default/replicationtasks/slow/status",
+            {"status": {"replicationLagSeconds": 3.0}},
+            MERGE,
+        )
+        assert "3.0s behind" in _read_until(proc.stdout, "3.0s behind")
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+def _read_until(stream: object, needle: str, timeout: float = 20) -> str:
+    seen = ""
+    deadline = time.monotonic() + timeout
+    fd = stream.fileno()  # type: ignore[attr-defined]
+    while needle not in seen:
+        assert time.monotonic() < deadline, f"{needle!r} not printed; got:\n{seen}"
+        if select.select([fd], [], [], 0.5)[0]:
+            chunk = os.read(fd, 65536).decode()
+            assert chunk, f"the plugin exited; got:\n{seen}"
+            seen += chunk
+    return seen
+
+
+def test_colours_only_on_a_terminal_and_never_with_no_color(
+    kube: KubeServer, k8s_tools: K8sTools, plugin_environment: dict[str, str]
+) -> None:
+    seed_topology(kube)
+
+    def on_terminal(**env: str) -> str:
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: kubectl on a pseudo-terminal
+            os.execve(
+                str(k8s_tools.kubectl),
+                ["kubectl", "federator", "status", "rt/broken"],
+                {**plugin_environment, "TERM": "xterm-256color", **env},
+            )
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.waitpid(pid, 0)
+        return b"".join(chunks).decode()
+
+    coloured = on_terminal()
+    assert "\x1b[31" in coloured or "\x1b[1;31" in coloured, "Stalled is red on a terminal"
+    plain = on_terminal(NO_COLOR="1")
+    assert "SecretNotFound" in plain
+    assert not any(f"\x1b[{c}" in plain for c in ("31", "32", "33", "1;31", "1;32", "1;33", "38;")), (
+        "NO_COLOR"
+    )
