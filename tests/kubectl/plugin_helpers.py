@@ -4,8 +4,10 @@ leaves them."""
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -57,3 +59,16 @@ def create(kube: KubeServer, obj: dict[str, Any], status: dict[str, Any] | None 
         )
         assert code == 200, body
     return body  # type: ignore[no-any-return]
+
+
+def read_until(stream: object, needle: str, timeout: float = 20) -> str:
+    seen = ""
+    deadline = time.monotonic() + timeout
+    fd = stream.fileno()  # type: ignore[attr-defined]
+    while needle not in seen:
+        assert time.monotonic() < deadline, f"{needle!r} not printed; got:\n{seen}"
+        if select.select([fd], [], [], 0.5)[0]:
+            chunk = os.read(fd, 65536).decode()
+            assert chunk, f"the plugin exited; got:\n{seen}"
+            seen += chunk
+    return seen

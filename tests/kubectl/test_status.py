@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import subprocess
-import time
 
 import yaml
-from plugin_helpers import API, MERGE, Plugin
+from plugin_helpers import API, MERGE, Plugin, read_until
 from plugin_seeds import LONG_MESSAGE, seed_topology
 
 from support.kube import K8sTools, KubeServer
@@ -96,7 +94,7 @@ def test_status_watch_prints_a_new_snapshot_when_something_changes(
     )
     try:
         assert proc.stdout is not None
-        first = _read_until(proc.stdout, "95.0s behind")
+        first = read_until(proc.stdout, "95.0s behind")
         assert "UTC" in first
         kube.request(
             "PATCH",
@@ -104,23 +102,10 @@ def test_status_watch_prints_a_new_snapshot_when_something_changes(
             {"status": {"replicationLagSeconds": 3.0}},
             MERGE,
         )
-        assert "3.0s behind" in _read_until(proc.stdout, "3.0s behind")
+        assert "3.0s behind" in read_until(proc.stdout, "3.0s behind")
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
-
-
-def _read_until(stream: object, needle: str, timeout: float = 20) -> str:
-    seen = ""
-    deadline = time.monotonic() + timeout
-    fd = stream.fileno()  # type: ignore[attr-defined]
-    while needle not in seen:
-        assert time.monotonic() < deadline, f"{needle!r} not printed; got:\n{seen}"
-        if select.select([fd], [], [], 0.5)[0]:
-            chunk = os.read(fd, 65536).decode()
-            assert chunk, f"the plugin exited; got:\n{seen}"
-            seen += chunk
-    return seen
 
 
 def test_colours_only_on_a_terminal_and_never_with_no_color(

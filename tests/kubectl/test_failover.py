@@ -1,0 +1,179 @@
+"""`kubectl federator failover|failback`: what will change is shown before anything changes, consent is
+asked, the manual switch is written as the operator expects a request, and the switch is followed until it
+completed: here with the FailoverGroup controller running against two emulator namespaces."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kopf
+import pytest
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from plugin_helpers import API, Plugin, create, read_until
+from plugin_seeds import following_task, group, ready
+
+from federator.kube.client import JSON_PATCH
+from federator.kubectl.cluster import PluginError
+from federator.kubectl.failover import NothingToDo, plan_switch
+from federator.settings import OperatorSettings
+from federator_emulator.server import RunningEmulator
+from federator_emulator.testing import EmulatorFactory
+from support.kopf_runner import running_operator
+from support.kube import K8sTools, KubeServer
+from support.polling import eventually
+
+GROUPS = f"{API}/namespaces/default/failovergroups"
+RT = f"{API}/namespaces/default/replicationtasks"
+
+
+def placed(phase: str, producer: str, consumer: str, requested: str = "", **spec: Any) -> dict[str, Any]:
+    found = group(**spec)
+    found["metadata"]["resourceVersion"] = "7"
+    found["status"] = {
+        "phase": phase,
+        "producerMember": producer,
+        "consumerMember": consumer,
+        "requestedMember": requested,
+    }
+    return found
+
+
+def test_a_switch_is_a_change_of_spec_active_member() -> None:
+    plan = plan_switch(placed("Normal", "weu", "weu"), "neu", [following_task()])
+    [patch] = plan.patches
+    assert patch.body == {"metadata": {"resourceVersion": "7"}, "spec": {"activeMember": "neu"}}
+    assert (plan.failback, plan.tasks[0].name, plan.tasks[0].before, plan.tasks[0].after) == (
+        False,
+        "archive",
+        "weu",
+        "neu",
+    )
+    # Failback after an automatic failover while the spec names the primary already: only removal is a change.
+    [remove] = plan_switch(
+        placed("FailedOver", "neu", "neu", "weu", mode="automatic", activeMember="weu"), None, []
+    ).patches
+    assert remove.content_type == JSON_PATCH and remove.requested == ""
+    assert remove.body[-1] == {"op": "remove", "path": "/spec/activeMember"}
+    # Back to a secondary the spec already names (automatic failover went to the primary): remove, then set.
+    steps = plan_switch(
+        placed("Normal", "weu", "weu", "neu", mode="automatic", activeMember="neu"), "neu", []
+    ).patches
+    assert [p.requested for p in steps] == ["", "neu"]
+    with pytest.raises(NothingToDo):
+        plan_switch(placed("FailedOver", "neu", "neu"), "neu", [])
+    with pytest.raises(PluginError, match="'xyz' is not a member of FailoverGroup orders: weu, neu"):
+        plan_switch(placed("Normal", "weu", "weu"), "xyz", [])
+
+
+def test_nothing_changes_without_consent(kube: KubeServer, federator: Plugin) -> None:
+    create(
+        kube,
+        group(),
+        {"phase": "Normal", "producerMember": "weu", "consumerMember": "weu", "conditions": ready("Active")},
+    )
+    done = federator("failover", "orders", "--to", "neu", input="n\n", check=False)
+    assert done.returncode == 1 and "nothing changed" in done.stderr
+    assert (
+        "producers  weu (orders-weu.servicebus.windows.net)  →  neu (orders-neu.servicebus.windows.net)"
+        in done.stdout
+    )
+    assert "activeMember" not in kube.request("GET", f"{GROUPS}/orders")[1]["spec"]
+
+
+@pytest.fixture
+def members(emulator_factory: EmulatorFactory) -> dict[str, RunningEmulator]:
+    return {
+        m: emulator_factory({"namespaces": [{"name": m, "queues": [{"name": "orders"}]}]})
+        for m in ("weu", "neu")
+    }
+
+
+@pytest.fixture
+def operator(
+    members: dict[str, RunningEmulator], kube: KubeServer, kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[KubeServer]:
+    import federator.handlers  # noqa: F401 — registers the handlers
+
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    for name, emulator in members.items():
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": f"{name}-conn"},
+            "stringData": {"connectionString": emulator.connection_string()},
+        }
+        create(kube, secret)
+    memo: Any = kopf.Memo(
+        federator=OperatorSettings(observe_interval_seconds=1, retry_seconds=1), serve_metrics=False
+    )
+    with running_operator(namespaces=["default"], memo=memo):
+        yield kube
+
+
+@pytest.mark.slow
+def test_failover_and_failback_through_the_plugin_while_the_controller_runs(
+    operator: KubeServer,
+    members: dict[str, RunningEmulator],
+    federator: Plugin,
+    k8s_tools: K8sTools,
+    plugin_environment: dict[str, str],
+) -> None:
+    kube = operator
+    create(kube, group())
+    task = following_task()
+    task["spec"]["targets"][0]["eventHub"]["connection"] = {"secretRef": {"name": "weu-conn"}}
+    create(kube, task)
+    eventually(
+        lambda: (
+            (kube.request("GET", f"{RT}/archive")[1].get("status") or {}).get("activeSourceMember") == "weu"
+        ),
+        timeout=30,
+    )
+
+    switched = federator("failover", "orders", "--to", "neu", "--yes").stdout
+    assert "Fail over FailoverGroup default/orders (manual mode) to neu" in switched
+    assert "archive  source: weu → neu" in switched
+    assert "requested: spec.activeMember: (unset) → neu" in switched
+    assert (
+        "Event Switched: producers and consumers switched from member weu to neu (spec.activeMember)"
+        in switched
+    )
+    assert "task archive reads from neu" in switched
+    assert switched.rstrip().endswith("done: producers and consumers use neu")
+    found = kube.request("GET", f"{GROUPS}/orders")[1]
+    assert found["spec"]["activeMember"] == "neu" and found["status"]["phase"] == "FailedOver"
+
+    # A message left on the secondary: consumers stay there until it is consumed.
+    with ServiceBusClient.from_connection_string(members["neu"].connection_string()) as bus:
+        with bus.get_queue_sender("orders") as sender:
+            sender.send_messages(ServiceBusMessage("left on neu"))
+        proc = subprocess.Popen(
+            [str(k8s_tools.kubectl), "federator", "failback", "orders", "--yes"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=plugin_environment,
+        )
+        try:
+            assert proc.stdout is not None
+            seen = read_until(proc.stdout, "draining neu: orders still hold messages", timeout=60)
+            assert "consumers  neu (orders-neu.servicebus.windows.net)  →  weu, once neu is drained" in seen
+            assert "phase FailingBack: producers on weu, consumers on neu" in seen
+            with bus.get_queue_receiver("orders", max_wait_time=5) as receiver:
+                for message in receiver.receive_messages(max_message_count=1, max_wait_time=5):
+                    receiver.complete_message(message)
+            out, err = proc.communicate(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 0, err
+    rest = seen + out
+    assert "Event FailbackComplete" in rest and "drained" in rest
+    assert "task archive reads from weu" in rest
+    assert rest.rstrip().endswith("done: producers and consumers use weu")
+    assert kube.request("GET", f"{GROUPS}/orders")[1]["status"]["phase"] == "Normal"
+    assert kube.server_errors() == []
