@@ -169,9 +169,10 @@ def test_the_bundle_has_what_support_needs_and_no_secret(
     # Redacted, not dropped: the files keep what support needs around the markers.
     secret = yaml.safe_load(files["resources/default/Secret/weu-conn.yaml"])
     assert secret["stringData"] == {"connectionString": "[REDACTED]"}  # the fake keeps stringData as sent
-    assert '"connectionString":"[REDACTED]"' in secret["metadata"]["annotations"][
-        "kubectl.kubernetes.io/last-applied-configuration"
-    ]
+    assert (
+        '"connectionString":"[REDACTED]"'
+        in secret["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    )
     assert yaml.safe_load(files["resources/default/Secret/dns-sp.yaml"])["stringData"] == dict.fromkeys(
         ("clientId", "clientSecret", "tenantId"), "[REDACTED]"
     )

@@ -53,9 +53,9 @@ def namespace_of(graph: Topology, k8s_namespace: str, connection: Obj, role: str
         name = connection["emulator"]["namespace"]
         return graph.cluster(f"ns:emulator/{name}", f"emulator namespace {name}")
     group = connection["failoverGroupRef"]["name"]
-    side = "consumers'" if role == "source" else "producers'"
+    side = "consumers" if role == "source" else "producers"
     cluster = graph.cluster(
-        f"ns:{k8s_namespace}/group/{group}/{side}", f"FailoverGroup {group}: {side} member"
+        f"ns:{k8s_namespace}/group/{group}/{side}", f"FailoverGroup {group}: {side}' member"
     )
     return cluster
 
