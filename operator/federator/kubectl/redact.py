@@ -36,7 +36,9 @@ _NAMES = (
     r"password|passwd|secret|clientsecret|client_secret|token|apikey|api_key|accountkey|sastoken"
     r"|connectionstring|primarykey|secondarykey"
 )
-_PAIRS = re.compile(rf"(?i)([\"']?\b(?:{_NAMES})\b[\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;}}\]]+)")
+_PAIRS = re.compile(
+    rf"(?i)((?<![/\w])[\"']?\b(?:{_NAMES})\b[\"']?\s*[:=]\s*)(?![\"']?\[REDACTED)(\"[^\"]*\"|'[^']*'|[^\s,;}}\]]+)"
+)
 _SECRET_KEY = re.compile(
     rf"(?i)^(?:{_NAMES}|.*(?:password|secret|token|connectionstring|sas|accountkey|privatekey).*)$"
 )
