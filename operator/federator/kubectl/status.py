@@ -369,6 +369,9 @@ def _draw_task(parent: Tree, task: dict[str, Any], now: datetime) -> None:
                 line.append(f" ({pod['reason']})", style="red")
             spark.add(line)
     for row in task["lag"]:
+        if row["secondsBehind"] is None and row["eventsBehind"] is None and row["eventsReplicated"] is None:
+            node.add(Text.assemble(("Lag ", "bold"), ("no figures yet (no batch reported)", "dim")))
+            continue
         where = f"partition {row['partition']}: " if row["partition"] is not None else ""
         line = Text.assemble(("Lag ", "bold"), where, f"{output.seconds(row['secondsBehind'])} behind")
         if row["eventsBehind"] is not None:
