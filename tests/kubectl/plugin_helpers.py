@@ -72,3 +72,10 @@ def read_until(stream: object, needle: str, timeout: float = 20) -> str:
             assert chunk, f"the plugin exited; got:\n{seen}"
             seen += chunk
     return seen
+
+
+def plugin_process(kubectl: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """`kubectl federator ARGS` left running (a watch, a switch being followed)."""
+    return subprocess.Popen(
+        [str(kubectl), "federator", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )

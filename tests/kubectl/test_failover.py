@@ -4,7 +4,6 @@ completed: here with the FailoverGroup controller running against two emulator n
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import kopf
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
-from plugin_helpers import API, Plugin, create, read_until
+from plugin_helpers import API, Plugin, create, plugin_process, read_until
 from plugin_seeds import following_task, group, ready
 
 from federator.kube.client import JSON_PATCH
@@ -150,13 +149,7 @@ def test_failover_and_failback_through_the_plugin_while_the_controller_runs(
     with ServiceBusClient.from_connection_string(members["neu"].connection_string()) as bus:
         with bus.get_queue_sender("orders") as sender:
             sender.send_messages(ServiceBusMessage("left on neu"))
-        proc = subprocess.Popen(
-            [str(k8s_tools.kubectl), "federator", "failback", "orders", "--yes"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=plugin_environment,
-        )
+        proc = plugin_process(k8s_tools.kubectl, plugin_environment, "failback", "orders", "--yes")
         try:
             assert proc.stdout is not None
             seen = read_until(proc.stdout, "draining neu: orders still hold messages", timeout=60)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import os
 import pty
-import subprocess
 
 import yaml
-from plugin_helpers import API, MERGE, Plugin, read_until
+from plugin_helpers import API, MERGE, Plugin, plugin_process, read_until
 from plugin_seeds import LONG_MESSAGE, seed_topology
 
 from support.kube import K8sTools, KubeServer
@@ -85,12 +84,8 @@ def test_status_watch_prints_a_new_snapshot_when_something_changes(
     kube: KubeServer, k8s_tools: K8sTools, plugin_environment: dict[str, str]
 ) -> None:
     seed_topology(kube)
-    proc = subprocess.Popen(
-        [str(k8s_tools.kubectl), "federator", "status", "rt/slow", "--watch", "--interval", "0.3"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=plugin_environment,
+    proc = plugin_process(
+        k8s_tools.kubectl, plugin_environment, "status", "rt/slow", "--watch", "--interval", "0.3"
     )
     try:
         assert proc.stdout is not None

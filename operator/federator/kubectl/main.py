@@ -39,6 +39,9 @@ Context = Annotated[
 Kubeconfig = Annotated[
     Path | None, typer.Option("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config).")
 ]
+Reference = Annotated[
+    str | None, typer.Argument(metavar="[KIND/NAME]", help="fg/NAME, sbm/NAME or rt/NAME; default: all.")
+]
 Watch = Annotated[bool, typer.Option("--watch", "-w", help="Keep refreshing until Ctrl-C.")]
 Interval = Annotated[
     float, typer.Option("--interval", help="Seconds between refreshes with --watch.", min=0.2)
@@ -87,9 +90,7 @@ def _run(
 
 @app.command()
 def status(
-    reference: Annotated[
-        str | None, typer.Argument(metavar="[KIND/NAME]", help="fg/NAME, sbm/NAME or rt/NAME; default: all.")
-    ] = None,
+    reference: Reference = None,
     all_namespaces: AllNamespaces = False,
     namespace: Namespace = None,
     fmt: Output = Format.text,
@@ -233,9 +234,7 @@ GraphFormatOption = Annotated[GraphFormat, typer.Option("--format", help="mermai
 
 @app.command()
 def graph(
-    reference: Annotated[
-        str | None, typer.Argument(metavar="[KIND/NAME]", help="fg/NAME, sbm/NAME or rt/NAME; default: all.")
-    ] = None,
+    reference: Reference = None,
     filename: Annotated[
         list[Path] | None, typer.Option("-f", "--filename", help="Draw manifests instead of the cluster.")
     ] = None,

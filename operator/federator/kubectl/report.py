@@ -212,15 +212,7 @@ async def _logs(cluster: Cluster, bundle: Bundle, pod: Obj, folder: str, tail: i
                 }
             )
             path = f"logs/{folder}/{ns}/{name}{suffix}{'.previous' if previous else ''}.log"
-            try:
-                text = await cluster.text(f"{PODS.path(ns, name, 'log')}?{query}")
-            except PluginError as problem:
-                bundle.problems.append(f"{path}: {problem}")
-                continue
-            if text is None:
-                bundle.problems.append(f"{path}: no log (pod {ns}/{name} not found)")
-            else:
-                bundle.add_text(path, text)
+            await _fetch(cluster, bundle, f"{PODS.path(ns, name, 'log')}?{query}", path, "no log")
 
 
 async def _metrics(cluster: Cluster, bundle: Bundle, pod: Obj) -> None:
@@ -231,13 +223,18 @@ async def _metrics(cluster: Cluster, bundle: Bundle, pod: Obj) -> None:
     if port is None:
         bundle.problems.append(f"{path}: the pod declares no port named {METRICS_PORT_NAME}")
         return
+    await _fetch(cluster, bundle, f"{PODS.path(ns, f'{name}:{port}', 'proxy')}/metrics", path, "not found")
+
+
+async def _fetch(cluster: Cluster, bundle: Bundle, api_path: str, path: str, missing: str) -> None:
+    """One text file of the bundle; what cannot be had is noted in README.txt instead."""
     try:
-        text = await cluster.text(f"{PODS.path(ns, f'{name}:{port}', 'proxy')}/metrics")
+        text = await cluster.text(api_path)
     except PluginError as problem:
         bundle.problems.append(f"{path}: {problem}")
         return
     if text is None:
-        bundle.problems.append(f"{path}: the pod proxy answered 404")
+        bundle.problems.append(f"{path}: {missing} (404 from {api_path})")
     else:
         bundle.add_text(path, text)
 
