@@ -12,10 +12,10 @@ from typing import Any
 import aiohttp
 
 from federator import __version__
-from federator.api.kinds import BY_KIND, KINDS, Kind
 from federator.kube.client import ApiError, KubeClient, ResourceRef
 from federator.kubectl.kubeconfig import Target
 from federator.planning.task import MANAGED_BY
+from federator_contract.api.kinds import BY_KIND, KINDS, Kind
 
 Obj = dict[str, Any]
 

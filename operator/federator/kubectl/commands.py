@@ -13,13 +13,13 @@ from rich.console import RenderableType
 from rich.live import Live
 from rich.rule import Rule
 
-from federator.api.kinds import BY_KIND
 from federator.kubectl import lag as lag_view
 from federator.kubectl import output
 from federator.kubectl import status as status_view
 from federator.kubectl.cluster import Cluster, PluginError, Snapshot, parse_reference
 from federator.kubectl.kubeconfig import Target
 from federator.kubectl.model import following_groups, meta
+from federator_contract.api.kinds import BY_KIND
 
 MIRROR_LABEL = status_view.MIRROR_LABEL
 

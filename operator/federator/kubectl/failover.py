@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.prompt import Confirm
 from rich.text import Text
 
-from federator.api.kinds import BY_KIND
 from federator.kube.client import JSON_PATCH, MERGE_PATCH
 from federator.kubectl import output
 from federator.kubectl.cluster import Cluster, PluginError, ref_of
@@ -31,6 +30,7 @@ from federator.kubectl.model import (
     spec_of,
     status_of,
 )
+from federator_contract.api.kinds import BY_KIND
 
 GROUPS = ref_of(BY_KIND["FailoverGroup"])
 TASKS = ref_of(BY_KIND["ReplicationTask"])

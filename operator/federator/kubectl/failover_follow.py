@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from federator.api.kinds import BY_KIND
 from federator.kubectl import output
 from federator.kubectl.cluster import Cluster, PluginError, ref_of
 from federator.kubectl.model import Obj, condition, headline, parse_time, status_of
+from federator_contract.api.kinds import BY_KIND
 
 if TYPE_CHECKING:
     from federator.kubectl.failover import SwitchPlan

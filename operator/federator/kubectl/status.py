@@ -13,7 +13,6 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.kubectl import output
 from federator.kubectl.cluster import TASK_LABEL, Snapshot
 from federator.kubectl.model import (
@@ -33,6 +32,7 @@ from federator.kubectl.model import (
     worst_first,
 )
 from federator.planning.mirror import plan_mirror
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 
 MIRROR_LABEL = "federator.io/servicebusmirror"
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from federator.api.servicebusmirror import ServiceBusMirrorSpec
 from federator.planning.mirror import plan_mirror
 from federator.topology.model import Topology
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 
 Obj = dict[str, Any]
 

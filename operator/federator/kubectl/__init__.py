@@ -1,0 +1,1 @@
+"""`kubectl federator`: the on-call plugin (status tree, failover, failback, lag, report, graph)."""
