@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from federator_contract.api.base import ConfigMapKeySelector
+from federator_contract.checks.checkpoint import LOCAL_SCHEME, checkpoint_location_problem
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 
 
@@ -38,10 +39,7 @@ def config_map_json(config: TaskConfig, selector: ConfigMapKeySelector) -> Any:
 
 def local_path(location: str) -> Path:
     """A checkpoint location as a local path; commit records and status live next to Spark's own files."""
-    if location.startswith("file://"):
-        return Path(location.removeprefix("file://"))
-    if "://" in location:
-        raise TaskConfigError(
-            f"checkpoint location {location!r}: commit records need a local or mounted path (file://) for now"
-        )
-    return Path(location)
+    problem = checkpoint_location_problem(location)
+    if problem is not None:
+        raise TaskConfigError(f"checkpoint location: {problem}")
+    return Path(location.removeprefix(LOCAL_SCHEME))

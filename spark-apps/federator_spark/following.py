@@ -40,12 +40,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from federator_contract.checks.names import SOURCE_ID_PROPERTY
 from federator_contract.files import write_atomically
 from federator_contract.taskconfig import MEMBERS_DIR, TaskConfig
 from federator_spark.commits import CommitLog
 from federator_spark.config import local_path
 from federator_spark.events import Event, iso
-from federator_spark.provenance import SOURCE_ID_PROPERTY
 
 logger = logging.getLogger(__name__)
 

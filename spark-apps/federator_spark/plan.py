@@ -8,21 +8,22 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec
+from federator_contract.api.replicationtask import Endpoint
+from federator_contract.checks import startup_findings
+from federator_contract.checks.names import UNROUTED
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.config import local_path
 from federator_spark.connections import Connection, connection_for
 from federator_spark.editors import build_chain
 from federator_spark.editors.base import EventEditor
 from federator_spark.following import FollowPlan, follow_plan
-from federator_spark.provenance import SOURCE_ID_PROPERTY, LoopSettings, ProvenanceSettings
-from federator_spark.routing import UNROUTED, Router
+from federator_spark.provenance import LoopSettings, ProvenanceSettings
+from federator_spark.routing import Router
 
 STATE_DIR = "federator"  # under the checkpoint location, next to Spark's offsets/ and commits/
 # The dead-letter endpoint's name in publishers, counts and status (target names are DNS labels,
 # so no target can take it).
 DEAD_LETTER = "deadLetter"
-DEAD_LETTER_REASON_PROPERTY = "repl-dead-letter-reason"
 
 
 TargetKind = Literal["eventHub", "serviceBus", "postgres"]
@@ -103,33 +104,14 @@ def _target(name: str, endpoint: Endpoint, config: TaskConfig) -> TargetPlan:
     )
 
 
-def _refuse_reserved_properties(spec: ReplicationTaskSpec) -> None:
-    """setProperties must not overwrite the metadata this app itself writes and reads back."""
-    provenance, loop = spec.provenance, spec.loop_prevention
-    reserved = {SOURCE_ID_PROPERTY, DEAD_LETTER_REASON_PROPERTY}
-    if provenance.enabled:
-        reserved |= {
-            provenance.enqueue_time_property,
-            provenance.sequence_property,
-            provenance.offset_property,
-        }
-    if loop is not None:
-        reserved.add(loop.marker_property)
-    endpoints: list[tuple[str, Endpoint | None]] = [(f"spec.targets[{t.name}]", t) for t in spec.targets]
-    endpoints += [("spec.unrouted", spec.unrouted), ("spec.deadLetter", spec.dead_letter)]
-    for path, endpoint in endpoints:
-        clash = sorted(reserved.intersection(endpoint.set_properties or {})) if endpoint else []
-        if clash:
-            raise TaskConfigError(f"{path}.setProperties must not set {clash}: the app writes them itself")
-
-
 def plan_from_task(config: TaskConfig) -> WritePlan:
     spec = config.spec
-    _refuse_reserved_properties(spec)
+    # The checks `federator validate` and the operator run too: a spec they pass starts here.
+    findings = startup_findings(spec)
+    if findings:
+        raise TaskConfigError("; ".join(str(f) for f in findings))
     targets = {t.name: _target(t.name, t, config) for t in spec.targets}
     if spec.unrouted is not None:
-        if UNROUTED in targets:
-            raise TaskConfigError(f"a target named {UNROUTED!r} clashes with spec.unrouted")
         targets[UNROUTED] = _target(UNROUTED, spec.unrouted, config)
     dead_letter = _target(DEAD_LETTER, spec.dead_letter, config) if spec.dead_letter else None
     provenance = spec.provenance

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from federator_contract.checks.names import SOURCE_ID_PROPERTY
 from federator_spark.events import Event, iso
 
 SEPARATOR = ";"
-# Names this hop's source event (`<host>/<entity>/<partition>/<sequence>`); an effectively-once task
-# reads it back at the target's tail to find what a crashed batch already published.
-SOURCE_ID_PROPERTY = "repl-source-id"
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from federator_contract.checks.names import UNROUTED
 from federator_contract.sql import Dialect, Filter, SqlMessage, parse_filter
-
-UNROUTED = "unrouted"
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,7 @@ def test_a_body_that_does_not_decode_is_rejected_with_the_reason(tmp_path, spec,
 @pytest.mark.parametrize(
     ("schema", "message"),
     [
-        ("{", "avroSchema.inline is not JSON"),
+        ("{", "the Avro schema is not JSON"),
         (
             '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "Nope"}]}',
             "invalid Avro schema: Nope",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from pathlib import Path
 from typing import Any
 
@@ -173,8 +174,6 @@ def test_status_is_not_rewritten_when_nothing_changes(federator_operator: KubeSe
     kube.request("POST", RT, task())
     eventually(lambda: ready_reason(kube) == "SparkApplicationPending")
     before = get(kube, f"{RT}/orders")["metadata"]["resourceVersion"]  # type: ignore[index]
-    import time
-
     time.sleep(3.5)  # three observation intervals
     after = get(kube, f"{RT}/orders")["metadata"]["resourceVersion"]  # type: ignore[index]
     assert after == before
@@ -191,3 +190,27 @@ def test_deleting_a_task_deletes_its_children_and_releases_it(federator_operator
     eventually(lambda: get(kube, f"{RT}/orders") is None, message="the task was not released")
     assert get(kube, f"{APPS}/orders") is None
     assert get(kube, f"{CONFIGMAPS}/orders-task") is None
+
+
+def test_spec_warnings_are_posted_as_warning_events_once_per_generation(
+    federator_operator: KubeServer,
+) -> None:
+    kube = federator_operator
+    kube.request("POST", SECRETS, secret())
+    slip = task()
+    slip["spec"]["source"]["eventHub"]["partitionIds"] = ["0", "0"]
+    kube.request("POST", RT, slip)
+    eventually(lambda: ready_reason(kube) == "SparkApplicationPending")
+
+    def warnings() -> list[str]:
+        items = kube.request("GET", EVENTS)[1]["items"]
+        return [e["message"] for e in items if (e.get("type"), e.get("reason")) == ("Warning", "SpecWarning")]
+
+    expected = "spec.source.eventHub.partitionIds[1]: names the partition of partitionIds[0] again"
+    eventually(lambda: warnings() == [expected], message="no SpecWarning Event")
+    time.sleep(3.5)  # three observation passes of the same generation: no repeat
+    assert warnings() == [expected]
+    changed = copy.deepcopy(slip["spec"])
+    changed["runtime"]["executor"]["instances"] = 3
+    kube.request("PATCH", f"{RT}/orders", {"spec": changed}, "application/merge-patch+json")
+    eventually(lambda: len(warnings()) == 2, message="no SpecWarning Event for the new generation")

@@ -120,6 +120,14 @@ FAILOVER_GROUP = Kind(
         MESSAGE,
         AGE,
     ),
+    # The endpoints ConfigMap carries the group's name as a label value (63 characters at most).
+    root_rules=cel(
+        (
+            "self.metadata.name.size() <= 63",
+            "a FailoverGroup name has at most 63 characters",
+            ".metadata.name",
+        )
+    ),
 )
 
 KINDS: tuple[Kind, ...] = (REPLICATION_TASK, SERVICE_BUS_MIRROR, FAILOVER_GROUP)

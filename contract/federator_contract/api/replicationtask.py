@@ -241,6 +241,14 @@ class PvcCheckpoint(FedModel):
     """Relative path inside the volume. Default: `<namespace>/<task name>`."""
 
 
+# Why an object-store checkpoint is refused: by the CRD (a CEL rule), `federator validate` and the app.
+LOCAL_CHECKPOINTS_ONLY = (
+    "only file:// checkpoints are supported for now (commit records and Service Bus spool files need a "
+    "path every Spark pod mounts): use persistentVolumeClaim with a ReadWriteMany claim, or a file:// "
+    "path on such a mount"
+)
+
+
 class Checkpoint(FedModel):
     """Where Spark keeps offsets and commit records. Set exactly one of `persistentVolumeClaim` or `uri`.
     Immutable: a new location means starting over."""
@@ -254,9 +262,20 @@ class Checkpoint(FedModel):
     persistent_volume_claim: PvcCheckpoint | None = None
     """A PersistentVolumeClaim path."""
     uri: (
-        Annotated[str, StringConstraints(max_length=2048, pattern=r"^(abfss|s3a|gs|hdfs|file)://.+$")] | None
+        Annotated[
+            str,
+            StringConstraints(max_length=2048, pattern=r"^[a-z][a-z0-9+.-]*://.+$"),
+            Field(
+                json_schema_extra=cel(
+                    ("self.startsWith('file://')", LOCAL_CHECKPOINTS_ONLY)
+                )
+            ),
+        ]
+        | None
     ) = None
-    """An object-store or file URI (`abfss://`, `s3a://`, `gs://`, `hdfs://`, `file://`)."""
+    """A `file://` path on a volume every Spark pod mounts. Object stores (`abfss://`, `s3a://`, `gs://`,
+    `hdfs://`) are refused until the app can keep its commit records there: for executors on several nodes,
+    use `persistentVolumeClaim` with a ReadWriteMany claim."""
 
 
 # Spark settings that carry credentials (storage account keys, SAS tokens, passwords).

@@ -65,13 +65,17 @@ def crds(
 @app.command()
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Manifest files (multi-document YAML).")],
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail on warnings too (specs that run, but likely not as meant).")
+    ] = False,
 ) -> None:
-    """Check manifests offline as the API server (schema, CEL rules) and the operator would."""
+    """Check manifests offline as kubectl, the API server (schema, CEL rules), the operator and the Spark
+    app would; print every problem and warning with its field path."""
     from federator.cli.report import print_validation
     from federator.validation import validate_files
 
     outcomes = validate_files(files)
-    if not print_validation(outcomes, out):
+    if not print_validation(outcomes, out, strict=strict):
         raise typer.Exit(code=1)
 
 
@@ -115,6 +119,8 @@ def render(
                     f"[red]{escape(preview.label)}: {preview.reason}[/]: {escape(preview.message or '')}"
                 )
                 continue
+            for warning in preview.warnings:
+                err.print(f"[yellow]{escape(preview.label)}: warning[/]: {escape(str(warning))}")
             sys.stdout.write(f"# {preview.label}\n")
             if preview.provisioning is not None:
                 plan = yaml.safe_dump(preview.provisioning, sort_keys=False).splitlines()

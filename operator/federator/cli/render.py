@@ -13,7 +13,7 @@ from federator.planning.launchers import render_spark_application
 from federator.planning.mirror import plan_mirror
 from federator.planning.task import Owner, plan_replication_task
 from federator.settings import OperatorSettings
-from federator.validation import validate_object
+from federator.validation import Problem, check_document
 from federator.validation.documents import Document
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.failovergroup import FailoverGroupSpec
@@ -32,6 +32,7 @@ class Preview:
     provisioning_title: str = "Service Bus provisioning plan"
     reason: str | None = None
     message: str | None = None
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -42,26 +43,32 @@ SINCE_PLACEHOLDER = "<the time of the switch>"
 
 
 def preview_document(doc: Document, settings: OperatorSettings) -> Preview | None:
-    """None for documents that are not Federator resources."""
-    kind, problems = validate_object(doc.body)
-    if kind is None and not problems:
+    """None for documents that are not Federator resources. Refuses exactly what `federator validate`
+    refuses; plans the object as the API server would store it (nulls pruned, defaults applied)."""
+    verdict = check_document(doc)
+    if not verdict.ours:
         return None
-    if problems:
-        detail = "; ".join(str(p) for p in problems)
+    if verdict.problems or verdict.kind is None or verdict.admitted is None:
+        detail = "; ".join(str(p) for p in verdict.problems)
         return Preview(doc.label, reason="InvalidSpec", message=detail)
-    assert kind is not None
-    meta = doc.body["metadata"]
-    if kind.kind == "FailoverGroup":
-        return _failover_group(doc.label, meta, FailoverGroupSpec.model_validate(doc.body["spec"]))
-    if kind.kind == "ServiceBusMirror":
+    preview = _preview(doc.label, verdict.kind.kind, verdict.admitted, settings)
+    preview.warnings = verdict.warnings
+    return preview
+
+
+def _preview(label: str, kind: str, body: dict[str, Any], settings: OperatorSettings) -> Preview:
+    meta = body["metadata"]
+    if kind == "FailoverGroup":
+        return _failover_group(label, meta, FailoverGroupSpec.model_validate(body["spec"]))
+    if kind == "ServiceBusMirror":
         mirror = plan_mirror(
             name=meta["name"],
             namespace=meta.get("namespace", "default"),
-            spec=ServiceBusMirrorSpec.model_validate(doc.body["spec"]),
+            spec=ServiceBusMirrorSpec.model_validate(body["spec"]),
             uid=meta.get("uid"),
         )
-        return Preview(doc.label, mirror.tasks, provisioning=mirror.provisioning())
-    spec = ReplicationTaskSpec.model_validate(doc.body["spec"])
+        return Preview(label, mirror.tasks, provisioning=mirror.provisioning())
+    spec = ReplicationTaskSpec.model_validate(body["spec"])
     try:
         plan = plan_replication_task(
             name=meta["name"],
@@ -72,8 +79,8 @@ def preview_document(doc: Document, settings: OperatorSettings) -> Preview | Non
             generation=meta.get("generation"),
         )
     except PlanningError as err:
-        return Preview(doc.label, reason=err.reason, message=err.message)
-    return Preview(doc.label, [plan.config_map, render_spark_application(plan.launcher, plan.spark_app)])
+        return Preview(label, reason=err.reason, message=err.message)
+    return Preview(label, [plan.config_map, render_spark_application(plan.launcher, plan.spark_app)])
 
 
 def _failover_group(label: str, meta: dict[str, Any], spec: FailoverGroupSpec) -> Preview:

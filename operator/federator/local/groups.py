@@ -34,7 +34,7 @@ from federator.provision.errors import ManagementError
 from federator.status import conditions as cond
 from federator.status.conditions import ConditionUpdate, timestamp
 from federator.status.events import Note
-from federator.validation import validate_object
+from federator.validation import check_object
 from federator.validation.documents import Document, ManifestError, load_documents
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.files import write_atomically
@@ -203,10 +203,11 @@ class GroupLoop:
         body = next((b for b in bodies if _names(b, run.namespace, run.name)), None)
         if body is None:
             return [Note("Warning", "SpecNotReloaded", f"{where} is no longer in the file; it keeps running")]
-        _, problems = validate_object(body)
-        if problems:
-            return [Note("Warning", "SpecNotReloaded", f"{where}: " + "; ".join(str(p) for p in problems))]
-        spec = FailoverGroupSpec.model_validate(body["spec"])
+        verdict = check_object(body)
+        if verdict.admitted is None:
+            message = f"{where}: " + "; ".join(str(p) for p in verdict.problems)
+            return [Note("Warning", "SpecNotReloaded", message)]
+        spec = FailoverGroupSpec.model_validate(verdict.admitted["spec"])
         if _members(spec) != _members(run.spec):
             message = f"{where}: members changed; stop and start the run to use them"
             return [Note("Warning", "SpecNotReloaded", message)]

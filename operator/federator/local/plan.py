@@ -11,6 +11,7 @@ time with the member it does publish.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from federator.planning.errors import PlanningError
 from federator.planning.following import Following, followed_groups, resolve_following
 from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
-from federator.validation import validate_object
+from federator.validation import check_document
 from federator.validation.documents import Document
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.emulatorconfig import EmulatorConfig
@@ -108,8 +109,9 @@ def plan_local_run(
 def _expand(doc: Document, context: PlanContext) -> list[TaskManifest]:
     """The ReplicationTask manifests a document runs; other outcomes are recorded on the plan."""
     plan = context.plan
-    kind, problems = validate_object(doc.body)
-    if kind is None and not problems:
+    verdict = check_document(doc)
+    kind, problems = verdict.kind, verdict.problems
+    if not verdict.ours:
         body = doc.body if isinstance(doc.body, dict) else {}
         if (body.get("apiVersion"), body.get("kind")) not in SUPPORTING_KINDS:
             plan.notes.append(Note(doc.label, "skipped: not a federator.io resource", failed=False))
@@ -127,12 +129,12 @@ def _expand(doc: Document, context: PlanContext) -> list[TaskManifest]:
         else:
             plan.notes.append(Note(doc.label, f"{reasons.INVALID_SPEC}: {message}", failed=True))
         return []
-    assert kind is not None
+    assert kind is not None and verdict.admitted is not None
     expand = LOCAL_KINDS.get(kind.kind)
     if expand is None:
         plan.notes.append(Note(doc.label, f"{kind.kind} has no local reconciler", failed=True))
         return []
-    return expand(doc, context)
+    return expand(dataclasses.replace(doc, body=verdict.admitted), context)
 
 
 @dataclass(frozen=True)

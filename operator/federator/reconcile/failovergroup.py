@@ -29,6 +29,7 @@ from federator.validation.semantic import semantic_problems
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.kinds import FAILOVER_GROUP
+from federator.validation.warnings import spec_warnings
 
 
 @dataclass
@@ -42,7 +43,9 @@ async def reconcile(
 ) -> GroupResult:
     """One round for the group in `body` (its current status included)."""
     findings, switches = await _round(client, runtime, body, now or datetime.now(UTC).replace(microsecond=0))
-    return GroupResult(status_result(body, findings), switches)
+    return GroupResult(
+        status_result(body, findings, spec_warnings(FAILOVER_GROUP, body.get("spec"))), switches
+    )
 
 
 async def _round(

@@ -22,6 +22,7 @@ from federator.status.results import Findings, Result, status_result
 from federator.validation.semantic import semantic_problems
 from federator_contract.api.kinds import REPLICATION_TASK
 from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator.validation.warnings import spec_warnings
 
 SPARK_RUNNING = "SparkApplicationRunning"
 
@@ -35,7 +36,7 @@ async def reconcile(
     """One pass for the task in `body` (its current status included). With `failover`, the source is
     probed (condition SourceReachable)."""
     found = await _pass(client, settings, body, failover)
-    return status_result(body, found)
+    return status_result(body, found, spec_warnings(REPLICATION_TASK, body.get("spec")))
 
 
 async def _pass(

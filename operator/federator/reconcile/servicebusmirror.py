@@ -23,6 +23,7 @@ from federator.validation.semantic import semantic_problems
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.kinds import SERVICE_BUS_MIRROR
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator.validation.warnings import spec_warnings
 
 TASKS = ResourceRef(API_VERSION, "replicationtasks")
 MIRROR_LABEL = "federator.io/servicebusmirror"
@@ -47,7 +48,8 @@ async def reconcile(
 ) -> Result:
     """One pass for the mirror in `body`. `provision=False` reuses the member outcomes recorded in status
     (members are re-read every drift interval, not at every status refresh)."""
-    return status_result(body, await _pass(client, env, body, provision))
+    found = await _pass(client, env, body, provision)
+    return status_result(body, found, spec_warnings(SERVICE_BUS_MIRROR, body.get("spec")))
 
 
 async def _pass(

@@ -3,11 +3,14 @@ every kind's reconciler so they roll status up the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from federator.status import conditions as cond
 from federator.status.events import Note
+
+SPEC_WARNING = "SpecWarning"  # Event reason of a slip in the spec (`federator validate` prints the same)
 
 
 @dataclass
@@ -32,15 +35,18 @@ class Result:
     blocked_by: str | None = None
 
 
-def status_result(body: dict[str, Any], found: Findings) -> Result:
+def status_result(body: dict[str, Any], found: Findings, spec_warnings: Sequence[object] = ()) -> Result:
     """Compare what a pass found with the status in ``body``: only what changes is patched; a change of
-    Ready is announced as an Event."""
+    Ready is announced as an Event. ``spec_warnings`` (slips in the spec, each printed as `path: message`)
+    become Warning Events on the first pass of a generation only: once per generation."""
     status = body.get("status") or {}
     existing = status.get("conditions")
     generation = body["metadata"].get("generation")
     conditions = cond.apply_conditions(existing, found.condition_updates, generation)
     patch: dict[str, Any] = {}
     notes = list(found.notes)
+    if status.get("observedGeneration") != generation:
+        notes += [Note("Warning", SPEC_WARNING, str(warning)) for warning in spec_warnings]
     if not cond.same_conditions(existing, conditions):
         patch["conditions"] = conditions
         before, after = cond.find(existing, cond.READY), cond.find(conditions, cond.READY)

@@ -1,29 +1,63 @@
 """Offline validation of manifests, layer by layer as a cluster would apply them.
 
-1. schema — the generated CRD schema (types, enums, patterns, unknown fields), as the API server checks;
-2. cel — the CRD's CEL rules on the defaulted object, as the API server checks;
-3. semantic — the models' own checks (SQL grammar, inline secrets), as the operator checks.
+0. decoding — YAML read as kubectl reads it (`yamljson`, `documents`): duplicate keys, `kind: List`;
+1. identity — is it ours, or a near miss of ours (`identity`);
+2. admission — nulls pruned and defaults applied, as the API server stores the object (`admission`);
+3. metadata and schema — ObjectMeta rules and the generated CRD schema, as the API server checks;
+4. cel — the CRD's CEL rules on the admitted object, as the API server checks;
+5. secret — credentials anywhere in the document;
+6. semantic — the models' own checks (SQL grammar, inline secrets), as the operator checks;
+7. warnings — admitted and run, but most likely not what was meant (`warnings`).
+
+Every problem is reported once, at its field path, in the order of the document.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from federator_contract.api.kinds import Kind
+from federator.validation.admission import admitted
 from federator.validation.cel import cel_problems
 from federator.validation.documents import Document, ManifestError, load_documents
-from federator.validation.problems import Problem
-from federator.validation.schema import apply_defaults, crd_schema, schema_problems
+from federator.validation.identity import identify
+from federator.validation.metadata import metadata_problems
+from federator.validation.problems import Problem, join_path
+from federator.validation.schema import crd_schema, schema_problems
+from federator.validation.secrets import inline_secret_message, secret_findings
 from federator.validation.semantic import semantic_problems
 from federator_contract.api.base import API_VERSION, GROUP
 from federator_contract.api.kinds import BY_KIND, Kind
+from federator.validation.warnings import spec_warnings
 
-__all__ = ["Outcome", "Problem", "validate_files", "validate_object"]
+__all__ = [
+    "Outcome",
+    "Problem",
+    "Verdict",
+    "check_document",
+    "check_object",
+    "validate_files",
+    "validate_object",
+]
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+@dataclass
+class Verdict:
+    """What validation says of one object."""
+
+    kind: Kind | None
+    """The Federator kind; None for another project's document (no problems) or a near miss (problems)."""
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    admitted: dict[str, Any] | None = None
+    """The object as the API server would store it (nulls pruned, defaults applied), when it is valid."""
+
+    @property
+    def ours(self) -> bool:
+        return self.kind is not None or bool(self.problems)
 
 
 @dataclass
@@ -33,53 +67,67 @@ class Outcome:
     label: str
     problems: list[Problem] = field(default_factory=list)
     skipped: str | None = None
+    warnings: list[Problem] = field(default_factory=list)
+    document: Document | None = None
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-def validate_object(obj: Any, old: Any = None) -> tuple[Kind | None, list[Problem]]:
-    """The kind and every problem of one manifest. `old` enables transition rules (immutable fields)."""
+def check_object(obj: Any, old: Any = None) -> Verdict:
+    """Every problem and warning of one manifest. `old` enables transition rules (immutable fields)."""
     if not isinstance(obj, dict):
-        return None, [Problem("", f"a manifest must be a mapping, not {type(obj).__name__}", "schema")]
-    kind_name = obj.get("kind")
-    api_version = obj.get("apiVersion")
-    if not isinstance(api_version, str) or not api_version.startswith(f"{GROUP}/"):
-        return None, []
-    if api_version != API_VERSION:
-        return None, [
-            Problem("apiVersion", f"unsupported version {api_version!r}; use {API_VERSION}", "schema")
-        ]
-    kind = BY_KIND.get(kind_name) if isinstance(kind_name, str) else None
+        return Verdict(
+            None, [Problem("", f"a manifest must be a mapping, not {type(obj).__name__}", "schema")]
+        )
+    kind, problems = identify(obj)
     if kind is None:
-        known = ", ".join(sorted(BY_KIND))
-        return None, [Problem("kind", f"unknown kind {kind_name!r} in {GROUP} (known: {known})", "schema")]
-    problems = _metadata_problems(obj.get("metadata"))
-    problems += schema_problems(kind, obj)
-    defaulted = apply_defaults(crd_schema(kind), obj)
-    problems += cel_problems(
-        crd_schema(kind), defaulted, apply_defaults(crd_schema(kind), old) if old else None
-    )
-    if isinstance(obj.get("spec"), dict):
+        return Verdict(None, problems)
+    schema = crd_schema(kind)
+    stored = admitted(schema, obj)
+    found = metadata_problems(stored.get("metadata")) + schema_problems(kind, stored)
+    refused = frozenset(p.path for p in found)
+    found += cel_problems(schema, stored, admitted(schema, old) if isinstance(old, dict) else None, refused)
+    found += [
+        Problem(join_path(path), inline_secret_message(shape), "secret")
+        for path, shape in secret_findings(obj)
+    ]
+    spec = stored.get("spec")
+    if isinstance(spec, dict):
         # A path the API server already refuses needs no second opinion from the operator's checks.
-        refused = {p.path for p in problems}
-        problems += [p for p in semantic_problems(kind, obj["spec"]) if p.path not in refused]
-    return kind, _dedupe(problems)
+        refused = frozenset(p.path for p in found)
+        found += [p for p in semantic_problems(kind, spec) if not _overlaps(p.path, refused)]
+    problems = in_document_order(_once(found), obj)
+    # Warnings are about what would run: a refused object has its problems to fix first.
+    warnings = [] if problems else in_document_order(spec_warnings(kind, spec), obj)
+    return Verdict(kind, problems, warnings, None if problems else stored)
 
 
-def _metadata_problems(meta: Any) -> list[Problem]:
-    if not isinstance(meta, dict):
-        return [Problem("metadata", "required field is missing", "schema")]
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        return [Problem("metadata.name", "required field is missing", "schema")]
-    if len(name) > 253 or not _NAME.match(name):
-        return [Problem("metadata.name", f"{name!r} is not a valid name (lowercase DNS subdomain)", "schema")]
-    return []
+def validate_object(obj: Any, old: Any = None) -> tuple[Kind | None, list[Problem]]:
+    """The kind and every problem of one manifest (`check_object` without warnings)."""
+    verdict = check_object(obj, old)
+    return verdict.kind, verdict.problems
 
 
-def _dedupe(problems: list[Problem]) -> list[Problem]:
+def check_document(doc: Document) -> Verdict:
+    """A document's verdict, with what kubectl refuses while decoding it. A document of another project
+    that kubectl cannot decode is refused too: `kubectl apply` stops at it."""
+    verdict = check_object(doc.body)
+    if doc.problems:
+        verdict.problems = in_document_order(_once([*doc.problems, *verdict.problems]), doc.body)
+        verdict.admitted = None
+    return verdict
+
+
+def _overlaps(path: str, refused: frozenset[str]) -> bool:
+    return any(
+        r == path or path.startswith((f"{r}.", f"{r}[")) or r.startswith((f"{path}.", f"{path}["))
+        for r in refused
+    )
+
+
+def _once(problems: list[Problem]) -> list[Problem]:
     # One message per path and text, first layer wins (schema before cel before semantic).
     seen: set[tuple[str, str]] = set()
     out = []
@@ -90,8 +138,33 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return out
 
 
+def in_document_order(problems: list[Problem], obj: Any) -> list[Problem]:
+    """`problems` sorted by where their field is in `obj` (a missing field: where its parent is); ties
+    keep their order (the layers' order)."""
+    positions: dict[str, int] = {}
+    _positions(obj, [], positions)
+
+    def position(path: str) -> int:
+        while path not in positions and path:
+            cut = max(path.rfind("."), path.rfind("["))
+            path = path[: max(cut, 0)]
+        return positions.get(path, 0)
+
+    return sorted(problems, key=lambda p: position(p.path))
+
+
+def _positions(value: Any, path: list[str | int], out: dict[str, int]) -> None:
+    out.setdefault(join_path(path), len(out))
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _positions(item, [*path, str(key)], out)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _positions(item, [*path, i], out)
+
+
 def validate_files(paths: Iterable[Path]) -> list[Outcome]:
-    """One outcome per document of every file; non-Federator documents are skipped, not failed."""
+    """One outcome per document of every file; other projects' documents are skipped, not failed."""
     outcomes: list[Outcome] = []
     for path in paths:
         try:
@@ -99,12 +172,12 @@ def validate_files(paths: Iterable[Path]) -> list[Outcome]:
         except ManifestError as err:
             outcomes.append(Outcome(str(path), [Problem("", str(err), "yaml")]))
             continue
-        outcomes += [_validate_document(doc) for doc in documents]
+        outcomes += [validate_document(doc) for doc in documents]
     return outcomes
 
 
-def _validate_document(doc: Document) -> Outcome:
-    kind, problems = validate_object(doc.body)
-    if kind is None and not problems:
-        return Outcome(doc.label, skipped="not a federator.io resource")
-    return Outcome(doc.label, problems)
+def validate_document(doc: Document) -> Outcome:
+    verdict = check_document(doc)
+    if not verdict.ours and not verdict.problems:
+        return Outcome(doc.label, skipped="not a federator.io resource", document=doc)
+    return Outcome(doc.label, verdict.problems, warnings=verdict.warnings, document=doc)

@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-# `schema` and `cel` problems are refused by the API server at apply time; `semantic` ones are what the
-# operator reports as Stalled (the API server cannot know them: SQL grammar, inline secrets).
-Layer = Literal["yaml", "schema", "cel", "semantic"]
+from federator.validation.secrets import secret_shape
+
+# `yaml`: kubectl refuses to decode the document; `schema` and `cel`: the API server refuses it at apply
+# time; `semantic`: the operator reports it as Stalled and the Spark app would not start (the API server
+# cannot know them: SQL grammar, JSON and Avro schemas, reserved names); `secret`: a credential, refused
+# wherever it appears; `warning`: admitted and run, but most likely not what was meant.
+Layer = Literal["yaml", "schema", "cel", "semantic", "secret", "warning"]
 
 
 @dataclass(frozen=True, order=True)
@@ -21,11 +25,13 @@ class Problem:
 
 
 def join_path(parts: tuple[str | int, ...] | list[str | int]) -> str:
-    """`("spec", "targets", 0, "name")` → `spec.targets[0].name`."""
+    """`("spec", "targets", 0, "name")` → `spec.targets[0].name`. A key that looks like a credential is
+    shown as `<redacted>`: paths are printed, and a key can be pasted in the wrong place too."""
     out = ""
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else part
+            name = "<redacted>" if secret_shape(part) else part
+            out += f".{name}" if out else name
     return out

@@ -1,17 +1,18 @@
 """The API server's structural checks, offline: the generated CRD schema through `jsonschema`.
 
 The CRD schema is converted the way the API server reads it: unknown fields are refused (strict field
-validation, kubectl's default), defaults are applied before CEL rules run, list-maps have unique keys.
+validation, kubectl's default), patterns match as Go's RE2 matches them, list-maps have unique keys.
 """
 
 from __future__ import annotations
 
-import copy
+import re
+from collections.abc import Iterator
 from functools import cache
 from typing import Any, cast
 
 import jsonschema
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, validators
 
 from federator.crds.generate import crd
 from federator.validation.problems import Problem, join_path
@@ -37,9 +38,43 @@ def crd_schema(kind: Kind) -> dict[str, Any]:
     return schema
 
 
+def _go_pattern(
+    validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[jsonschema.ValidationError]:
+    if isinstance(instance, str) and go_regex(pattern).search(instance) is None:
+        yield jsonschema.ValidationError(f"does not match {pattern!r}")
+
+
+# The API server matches patterns with Go's RE2: `\w`, `\d`, `\s` are ASCII and `$` is the end of the text
+# (Python's `$` also matches before a final newline: `"orders\n"` would pass).
+_Validator = validators.extend(Draft202012Validator, {"pattern": _go_pattern})  # type: ignore[no-untyped-call]
+
+
+@cache
+def go_regex(pattern: str) -> re.Pattern[str]:
+    """`pattern` compiled as RE2 reads it: `$` ends the text, word, digit and space classes are ASCII."""
+    out, escaped, in_class = [], False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        elif char == "$" and not in_class:
+            char = r"\Z"
+        out.append(char)
+    return re.compile("".join(out), re.ASCII)
+
+
 @cache
 def _validator(kind: Kind) -> Draft202012Validator:
-    return Draft202012Validator(crd_root_json_schema(crd_schema(kind)), format_checker=FormatChecker())
+    validator: Draft202012Validator = _Validator(
+        crd_root_json_schema(crd_schema(kind)), format_checker=FormatChecker()
+    )
+    return validator
 
 
 def crd_root_json_schema(root: dict[str, Any]) -> dict[str, Any]:
@@ -77,52 +112,41 @@ def openapi_to_json_schema(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def apply_defaults(schema: dict[str, Any], value: Any) -> Any:
-    """A copy of `value` with the schema's defaults filled in, as the API server does before CEL runs."""
-    value = copy.deepcopy(value)
-    _fill(schema, value)
-    return value
-
-
-def _fill(schema: dict[str, Any], value: Any) -> None:
-    if isinstance(value, dict):
-        for name, sub in schema.get("properties", {}).items():
-            if name not in value and "default" in sub:
-                value[name] = copy.deepcopy(sub["default"])
-            if name in value:
-                _fill(sub, value[name])
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
-            for item in value.values():
-                _fill(extra, item)
-    elif isinstance(value, list) and "items" in schema:
-        for item in value:
-            _fill(schema["items"], item)
-
-
 def schema_problems(kind: Kind, obj: dict[str, Any]) -> list[Problem]:
-    """Every structural problem of the object, each at its field path."""
-    problems = [_describe(err) for err in _validator(kind).iter_errors(obj)]
+    """Every structural problem of the object, each at its field path (in no particular order)."""
+    problems = [p for err in _validator(kind).iter_errors(obj) for p in _describe(err)]
     problems += _duplicate_list_keys(crd_schema(kind), obj, [])
-    return sorted(set(problems))
+    return list(dict.fromkeys(problems))
 
 
-def _describe(err: jsonschema.ValidationError) -> Problem:
+def _unknown_fields(err: jsonschema.ValidationError, path: list[str | int]) -> list[Problem]:
+    """One problem per unknown field of the object, in the object's order (kubectl names them all)."""
+    allowed = set(err.schema.get("properties", {})) if isinstance(err.schema, dict) else set()
+    extra = [name for name in err.instance if name not in allowed] if isinstance(err.instance, dict) else []
+    known = f" (known: {', '.join(sorted(allowed))})" if allowed else ""
+    problems = []
+    for name in extra:
+        if name.lower() in _INLINE_SECRET_FIELDS:
+            message = "inline secrets are not accepted: reference a Secret (secretRef) instead"
+        else:
+            message = "unknown field" + known
+        problems.append(Problem(join_path([*path, name]), message, "schema"))
+    return problems
+
+
+def _describe(err: jsonschema.ValidationError) -> list[Problem]:
+    if err.validator == "additionalProperties":
+        return _unknown_fields(err, list(err.absolute_path))
+    return [_describe_one(err)]
+
+
+def _describe_one(err: jsonschema.ValidationError) -> Problem:
     path = list(err.absolute_path)
     value = err.instance
     match err.validator:
         case "required":
             missing = str(err.message).split("'")[1]
             return Problem(join_path([*path, missing]), "required field is missing", "schema")
-        case "additionalProperties":
-            allowed = set(err.schema.get("properties", {})) if isinstance(err.schema, dict) else set()
-            extra = sorted(set(value) - allowed) if isinstance(value, dict) else []
-            name = extra[0] if extra else "?"
-            if name.lower() in _INLINE_SECRET_FIELDS:
-                message = "inline secrets are not accepted: reference a Secret (secretRef) instead"
-            else:
-                message = "unknown field" + (f" (known: {', '.join(sorted(allowed))})" if allowed else "")
-            return Problem(join_path([*path, name]), message, "schema")
         case "enum":
             options = ", ".join(str(o) for o in cast(list[Any], err.validator_value))
             return Problem(join_path(path), f"must be one of: {options} (got {shown(value)})", "schema")
@@ -167,11 +191,16 @@ def _duplicate_list_keys(schema: dict[str, Any], value: Any, path: list[str | in
         keys = schema.get("x-kubernetes-list-map-keys")
         seen: dict[tuple[Any, ...], int] = {}
         for i, item in enumerate(value):
-            if keys and isinstance(item, dict):
-                key = tuple(item.get(k) for k in keys)
+            key = tuple(item.get(k) for k in keys) if keys and isinstance(item, dict) else None
+            # A key of the wrong type is the schema's to refuse.
+            if (
+                keys
+                and key is not None
+                and all(isinstance(part, str | int | float | bool | None) for part in key)
+            ):
                 if key in seen:
-                    shown = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key, strict=True))
-                    problems.append(Problem(join_path([*path, i]), f"duplicate entry ({shown})", "schema"))
+                    named = ", ".join(f"{k}={shown(v)}" for k, v in zip(keys, key, strict=True))
+                    problems.append(Problem(join_path([*path, i]), f"duplicate entry ({named})", "schema"))
                 seen.setdefault(key, i)
             problems += _duplicate_list_keys(schema["items"], item, [*path, i])
     return problems

@@ -1,42 +1,46 @@
 """Checks the API server cannot make and the operator makes: the models' own validators (SQL grammar,
-credential-looking Spark settings) and inline secrets anywhere in a spec."""
+credential-looking Spark settings), the Spark app's start-up checks (`federator_contract.checks`: JSON and Avro
+schemas, reserved names, checkpoint schemes) and inline secrets anywhere in a spec."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from federator.validation.problems import Problem, join_path
-from federator.validation.secrets import secret_shape
 from federator_contract.api.kinds import Kind
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.checks import Finding, startup_findings
+from federator_contract.checks.checkpoint import runtime_checkpoint_findings
+from federator.validation.problems import Problem, join_path
+from federator.validation.secrets import inline_secret_message, secret_findings
 
 
 def semantic_problems(kind: Kind, spec: Any) -> list[Problem]:
-    """Problems the operator would report as Stalled, each at its field path under `spec`."""
-    problems = list(_inline_secrets(spec, ["spec"]))
+    """Problems the operator would report as Stalled, each at its field path under `spec`. Shape errors
+    are included (the model is what the operator reads): a caller that checked the schema first drops
+    those at paths it already refused."""
+    problems = [
+        Problem(join_path(path), inline_secret_message(shape), "semantic")
+        for path, shape in secret_findings(spec, ("spec",))
+    ]
     try:
-        kind.spec.model_validate(spec)
+        model = kind.spec.model_validate(spec)
     except ValidationError as err:
-        for detail in err.errors():
-            # Shape errors are the schema layer's to report; here only the models' own checks.
-            if detail["type"] == "value_error":
-                message = str(detail["msg"]).removeprefix("Value error, ")
-                problems.append(Problem(join_path(["spec", *detail["loc"]]), message, "semantic"))
-    return sorted(set(problems))
+        for detail in err.errors(include_input=False, include_url=False):
+            message = str(detail["msg"]).removeprefix("Value error, ")
+            problems.append(Problem(join_path(["spec", *detail["loc"]]), message, "semantic"))
+    else:
+        problems += [Problem(join_path(["spec", *f.path]), f.message, "semantic") for f in _startup(model)]
+    return list(dict.fromkeys(problems))
 
 
-def _inline_secrets(value: Any, path: list[str | int]) -> list[Problem]:
-    found: list[Problem] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _inline_secrets(item, [*path, str(key)])
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found += _inline_secrets(item, [*path, i])
-    elif (shape := secret_shape(value)) is not None:
-        message = (
-            f"contains {shape}: inline secrets are not accepted; reference a Secret instead (e.g. secretRef)"
-        )
-        found.append(Problem(join_path(path), message, "semantic"))
-    return found
+def _startup(model: BaseModel) -> Iterable[Finding]:
+    """What the Spark app would refuse at start-up: a task's own spec, a mirror's task template."""
+    if isinstance(model, ReplicationTaskSpec):
+        return startup_findings(model)
+    if isinstance(model, ServiceBusMirrorSpec):
+        return runtime_checkpoint_findings(model.task_template.runtime, ("taskTemplate", "runtime"))
+    return ()

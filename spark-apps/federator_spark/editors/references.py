@@ -7,6 +7,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from federator_contract.checks.editors import reference_problem
 from federator_contract.sql import ast
 from federator_contract.sql.evaluate import MISSING, lookup
 from federator_contract.sql.system_properties import find_system_property
@@ -15,11 +16,12 @@ from federator_spark.events import EventMessage, iso
 
 def parse_reference(text: str) -> ast.Reference:
     """Raises ValueError for an unknown system property."""
+    problem = reference_problem(text)
+    if problem is not None:
+        raise ValueError(f"{text!r}: {problem}")
     scope, dot, rest = text.partition(".")
-    if dot and scope == "sys":
-        system = find_system_property(rest)
-        if system is None:
-            raise ValueError(f"{text!r}: unknown system property {rest!r}")
+    system = find_system_property(rest) if dot and scope == "sys" else None
+    if system is not None:
         return ast.Property.system(system.name)
     if dot and scope == "body":
         return ast.BodyPath(tuple(rest.split(".")))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from federator_contract.api.editors import TranscodeEditor
+from federator_contract.checks.editors import parse_avro_schema
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.config import config_map_json
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
@@ -76,22 +77,14 @@ class TranscodeStep:
 
 
 def _avro_schema(spec: TranscodeEditor, config: TaskConfig) -> Any:
-    import fastavro
-
     source = spec.avro_schema
     if source is None or (source.inline is None) == (source.config_map_ref is None):
         raise TaskConfigError("avroSchema needs exactly one of inline and configMapRef")
-    if source.config_map_ref is not None:
-        raw = config_map_json(config, source.config_map_ref)
-    else:
-        try:
-            raw = json.loads(source.inline or "")
-        except ValueError as error:
-            raise TaskConfigError(f"avroSchema.inline is not JSON: {error}") from None
+    raw = config_map_json(config, source.config_map_ref) if source.config_map_ref is not None else source.inline
     try:
-        return fastavro.parse_schema(raw)
-    except Exception as error:  # fastavro raises several types (SchemaParseException, ValueError...)
-        raise TaskConfigError(f"invalid Avro schema: {error}") from None
+        return parse_avro_schema(raw)
+    except ValueError as error:
+        raise TaskConfigError(str(error)) from None
 
 
 def _avro_to_json(body: bytes, schema: Any) -> bytes:

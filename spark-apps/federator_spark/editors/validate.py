@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
+from jsonschema.exceptions import best_match
 
 from federator_contract.api.editors import ValidateEditor
+from federator_contract.checks.editors import json_schema_problem
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.config import config_map_json
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
@@ -29,12 +30,9 @@ class ValidateStep:
         schema: Any = spec.json_schema
         if spec.schema_config_map_ref is not None:
             schema = config_map_json(config, spec.schema_config_map_ref)
-        if not isinstance(schema, dict):
-            raise TaskConfigError(f"the JSON Schema is a {type(schema).__name__}, not an object")
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as error:
-            raise TaskConfigError(f"invalid JSON Schema at {error.json_path}: {error.message}") from None
+        problem = json_schema_problem(schema)  # a ConfigMap's schema is checked here only
+        if problem is not None:
+            raise TaskConfigError(problem)
         return cls(schema, spec.on_invalid == "drop")
 
     def open(self, scope: TaskScope) -> EditorStep:

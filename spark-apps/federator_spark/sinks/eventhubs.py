@@ -148,7 +148,7 @@ def published_sequences(
     """Source sequence numbers of ``source_partition`` already at the target after ``since``, found by
     their ``repl-source-id`` (``<prefix><sequence>``). Reads every target partition: the mapping may
     have re-hashed them."""
-    from federator_spark.provenance import SOURCE_ID_PROPERTY
+    from federator_contract.checks.names import SOURCE_ID_PROPERTY
 
     found: set[int] = set()
     now = tails(target)

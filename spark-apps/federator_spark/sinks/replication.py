@@ -22,11 +22,12 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
+from federator_contract.checks.names import DEAD_LETTER_REASON_PROPERTY
 from federator_spark import following, metrics
 from federator_spark.commits import CommitLog
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage
-from federator_spark.plan import DEAD_LETTER, DEAD_LETTER_REASON_PROPERTY, TargetPlan, WritePlan
+from federator_spark.plan import DEAD_LETTER, TargetPlan, WritePlan
 from federator_spark.property_types import still_tagged, typed
 from federator_spark.provenance import forwarded_properties, is_loop
 from federator_spark.sinks.undeliverable import Undeliverable

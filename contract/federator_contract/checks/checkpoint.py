@@ -1,0 +1,32 @@
+"""Where a task may keep its checkpoint: a local or mounted path. Commit records, the Service Bus spool
+and editor state are files the driver and the executors write there, so an object store (`abfss://`,
+`s3a://`, `gs://`, `hdfs://`) does not work yet; a ReadWriteMany volume mounted by every Spark pod does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from federator_contract.api.replicationtask import LOCAL_CHECKPOINTS_ONLY, ReplicationTaskSpec, Runtime
+from federator_contract.checks.findings import Finding
+
+LOCAL_SCHEME = "file://"
+
+
+def checkpoint_location_problem(location: str) -> str | None:
+    """Why the app cannot keep its checkpoint at `location` (a URI or a path), or None."""
+    if "://" not in location or location.startswith(LOCAL_SCHEME):
+        return None
+    return LOCAL_CHECKPOINTS_ONLY
+
+
+def runtime_checkpoint_findings(runtime: Runtime, path: tuple[str | int, ...]) -> Iterator[Finding]:
+    """The checkpoint of a `runtime` block (a task's, or a mirror's task template) at `path`."""
+    uri = runtime.checkpoint.uri if runtime.checkpoint is not None else None
+    problem = checkpoint_location_problem(uri) if uri is not None else None
+    if problem is not None:
+        yield Finding((*path, "checkpoint", "uri"), problem)
+
+
+def checkpoint_findings(spec: ReplicationTaskSpec) -> Iterator[Finding]:
+    """`runtime.checkpoint.uri` with a scheme the app cannot write to."""
+    yield from runtime_checkpoint_findings(spec.runtime, ("runtime",))
