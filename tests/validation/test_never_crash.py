@@ -13,13 +13,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from federator_contract.api.kinds import BY_KIND
-from federator.planning.preview import preview_document
+from federator.cli.render import preview_document
 from federator.settings import OperatorSettings
 from federator.validation import Problem, check_document, check_object
 from federator.validation.documents import ManifestError, read_documents
 from federator.validation.semantic import semantic_problems
 from federator.validation.warnings import spec_warnings
+from federator_contract.api.kinds import BY_KIND
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
 TEXTS = [p.read_text(encoding="utf-8") for p in EXAMPLES]

@@ -17,14 +17,14 @@ from typing import Any, cast
 import pytest
 from validation_helpers import task
 
-from federator_contract.api.kinds import REPLICATION_TASK
-from federator_contract.checks import STARTUP_CHECKS
 from federator.kube.client import KubeClient
 from federator.reconcile.replicationtask import reconcile
 from federator.settings import OperatorSettings
 from federator.validation import check_object
 from federator.validation.semantic import semantic_problems
-from federator_spark.config import TaskConfigError, parse_task_config
+from federator_contract.api.kinds import REPLICATION_TASK
+from federator_contract.checks import STARTUP_CHECKS
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.plan import plan_from_task
 
 APP = Path(__file__).resolve().parents[2] / "spark-apps" / "federator_spark"
@@ -103,7 +103,7 @@ def test_validate_the_operator_and_the_app_refuse_each_startup_check_alike(name:
     assert [p for p in semantic_problems(REPLICATION_TASK, manifest["spec"]) if p.path == path]
 
     # the Spark app's start-up
-    config = parse_task_config({**body, "checkpointLocation": f"file://{tmp_path}"})
+    config = TaskConfig.from_raw({**body, "checkpointLocation": f"file://{tmp_path}"})
     with pytest.raises(TaskConfigError) as raised:
         plan_from_task(config)
     assert f"{path}: " in str(raised.value) and message in str(raised.value)
@@ -119,12 +119,12 @@ def test_a_spec_the_checks_pass_is_one_the_app_plans(tmp_path: Path) -> None:
         "primary": "Endpoint=sb://localhost/;SharedAccessKeyName=k;SharedAccessKey=a2V5",
         "b": "Endpoint=sb://localhost/;SharedAccessKeyName=k;SharedAccessKey=a2V5",
     }
-    assert plan_from_task(parse_task_config(body)).targets.keys() == {"copy"}
+    assert plan_from_task(TaskConfig.from_raw(body)).targets.keys() == {"copy"}
 
 
 # How each of the app's refusals relates to the shared checks: "shared" ones call a function of
-# `federator_contract.checks` (listed), "crd" ones repeat a rule the API server enforces (a CEL rule), "plumbing"
-# ones are about the task config the operator writes or ConfigMap content only the app reads.
+# `federator_contract.checks` (listed), "crd" ones repeat a rule the API server enforces (a CEL rule),
+# "plumbing" ones are about the task config the operator writes or ConfigMap content only the app reads.
 SHARED = {
     "startup_findings",
     "checkpoint_location_problem",
@@ -141,13 +141,9 @@ APP_REFUSALS: dict[tuple[str, str], str] = {
     ("editors/enrich.py", "build"): "shared",  # and: a lookup table that is not a JSON object (plumbing)
     ("editors/__init__.py", "_build"): "crd",  # exactly one editor kind
     ("editors/__init__.py", "build_chain"): "plumbing",  # names the editor of a refusal above
-    ("config.py", "parse_task_config"): "plumbing",  # kind, checkpointLocation
-    ("config.py", "parse"): "plumbing",  # following
-    ("config.py", "_label"): "plumbing",  # following
-    ("config.py", "secret_env_for"): "plumbing",
     ("config.py", "config_map_text"): "plumbing",
     ("config.py", "config_map_json"): "plumbing",
-    ("config.py", "connection"): "plumbing",
+    ("connections.py", "connection_for"): "plumbing",  # emulator connections, unresolved group members
 }
 
 

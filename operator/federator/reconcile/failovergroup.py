@@ -26,10 +26,10 @@ from federator.status import conditions as cond
 from federator.status.events import Note
 from federator.status.results import Findings, Result, status_result
 from federator.validation.semantic import semantic_problems
+from federator.validation.warnings import spec_warnings
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.kinds import FAILOVER_GROUP
-from federator.validation.warnings import spec_warnings
 
 
 @dataclass

@@ -20,9 +20,9 @@ from federator.status import conditions as cond
 from federator.status.events import Note
 from federator.status.results import Findings, Result, status_result
 from federator.validation.semantic import semantic_problems
+from federator.validation.warnings import spec_warnings
 from federator_contract.api.kinds import REPLICATION_TASK
 from federator_contract.api.replicationtask import ReplicationTaskSpec
-from federator.validation.warnings import spec_warnings
 
 SPARK_RUNNING = "SparkApplicationRunning"
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from federator_contract.api.kinds import Kind
 from federator.validation.admission import admitted
 from federator.validation.cel import cel_problems
 from federator.validation.documents import Document, ManifestError, load_documents
@@ -29,9 +28,8 @@ from federator.validation.problems import Problem, join_path
 from federator.validation.schema import crd_schema, schema_problems
 from federator.validation.secrets import inline_secret_message, secret_findings
 from federator.validation.semantic import semantic_problems
-from federator_contract.api.base import API_VERSION, GROUP
-from federator_contract.api.kinds import BY_KIND, Kind
 from federator.validation.warnings import spec_warnings
+from federator_contract.api.kinds import Kind
 
 __all__ = [
     "Outcome",

@@ -7,10 +7,10 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from federator_contract.api.base import API_VERSION, GROUP
-from federator_contract.api.kinds import BY_KIND, Kind
 from federator.validation.problems import Problem
 from federator.validation.secrets import shown
+from federator_contract.api.base import API_VERSION, GROUP
+from federator_contract.api.kinds import BY_KIND, Kind
 
 _KNOWN = ", ".join(sorted(BY_KIND))
 

@@ -1,6 +1,6 @@
 """Checks the API server cannot make and the operator makes: the models' own validators (SQL grammar,
-credential-looking Spark settings), the Spark app's start-up checks (`federator_contract.checks`: JSON and Avro
-schemas, reserved names, checkpoint schemes) and inline secrets anywhere in a spec."""
+credential-looking Spark settings), the Spark app's start-up checks (`federator_contract.checks`: JSON
+and Avro schemas, reserved names, checkpoint schemes) and inline secrets anywhere in a spec."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from federator.validation.problems import Problem, join_path
+from federator.validation.secrets import inline_secret_message, secret_findings
 from federator_contract.api.kinds import Kind
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 from federator_contract.checks import Finding, startup_findings
 from federator_contract.checks.checkpoint import runtime_checkpoint_findings
-from federator.validation.problems import Problem, join_path
-from federator.validation.secrets import inline_secret_message, secret_findings
 
 
 def semantic_problems(kind: Kind, spec: Any) -> list[Problem]:

@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from federator.validation.problems import Problem, join_path
 from federator_contract.api.base import EndpointConnection, NamespaceConnection
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.kinds import FAILOVER_GROUP, REPLICATION_TASK, SERVICE_BUS_MIRROR, Kind
 from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
-from federator.validation.problems import Problem, join_path
 
 Path = tuple[str | int, ...]
 # A start time this far ahead is not clock skew: the task would skip everything until then.

@@ -80,7 +80,9 @@ def _avro_schema(spec: TranscodeEditor, config: TaskConfig) -> Any:
     source = spec.avro_schema
     if source is None or (source.inline is None) == (source.config_map_ref is None):
         raise TaskConfigError("avroSchema needs exactly one of inline and configMapRef")
-    raw = config_map_json(config, source.config_map_ref) if source.config_map_ref is not None else source.inline
+    raw = (
+        config_map_json(config, source.config_map_ref) if source.config_map_ref is not None else source.inline
+    )
     try:
         return parse_avro_schema(raw)
     except ValueError as error:
