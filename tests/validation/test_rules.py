@@ -6,29 +6,9 @@ import copy
 from typing import Any
 
 import pytest
+from validation_helpers import task
 
 from federator.validation import validate_object
-
-
-def _task(**spec_overrides: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "source": {
-            "eventHub": {"connection": {"emulator": {"namespace": "primary"}}, "eventHubName": "orders"}
-        },
-        "targets": [
-            {
-                "name": "copy",
-                "eventHub": {"connection": {"emulator": {"namespace": "b"}}, "eventHubName": "orders"},
-            }
-        ],
-    }
-    spec.update(spec_overrides)
-    return {
-        "apiVersion": "federator.io/v1alpha1",
-        "kind": "ReplicationTask",
-        "metadata": {"name": "t"},
-        "spec": spec,
-    }
 
 
 def _messages(obj: Any, old: Any = None) -> list[str]:
@@ -36,18 +16,18 @@ def _messages(obj: Any, old: Any = None) -> list[str]:
 
 
 def test_a_minimal_task_is_valid() -> None:
-    assert _messages(_task()) == []
+    assert _messages(task()) == []
 
 
 def test_changing_the_source_event_hub_is_refused() -> None:
-    old = _task()
+    old = task()
     new = copy.deepcopy(old)
     new["spec"]["source"]["eventHub"]["eventHubName"] = "orders-v2"
     assert _messages(new, old) == ["spec.source.eventHub.eventHubName: eventHubName is immutable"]
 
 
 def test_changing_the_consumer_group_is_refused_even_from_its_default() -> None:
-    old = _task()
+    old = task()
     new = copy.deepcopy(old)
     new["spec"]["source"]["eventHub"]["consumerGroup"] = "mine"
     assert _messages(new, old) == ["spec.source.eventHub.consumerGroup: consumerGroup is immutable"]
@@ -68,24 +48,24 @@ def test_changing_the_service_bus_source_entity_is_refused(field: str, message: 
         "topicName": "audit",
         "subscriptionName": "to-stream",
     }
-    old = _task(source={"serviceBus": queue if field == "queueName" else topic})
+    old = task(source={"serviceBus": queue if field == "queueName" else topic})
     new = copy.deepcopy(old)
     new["spec"]["source"]["serviceBus"][field] += "-v2"
     assert _messages(new, old) == [f"spec.source.serviceBus.{field}: {message}"]
 
 
 def test_changing_a_target_is_allowed() -> None:
-    old = _task()
+    old = task()
     new = copy.deepcopy(old)
     new["spec"]["targets"][0]["eventHub"]["eventHubName"] = "orders-copy"
     assert _messages(new, old) == []
 
 
 def test_changing_the_checkpoint_is_refused_but_setting_it_first_is_allowed() -> None:
-    old = _task()
-    first = _task(runtime={"checkpoint": {"uri": "file:///tmp/ck"}})
+    old = task()
+    first = task(runtime={"checkpoint": {"uri": "file:///tmp/ck"}})
     assert _messages(first, old) == []
-    moved = _task(runtime={"checkpoint": {"uri": "file:///tmp/elsewhere"}})
+    moved = task(runtime={"checkpoint": {"uri": "file:///tmp/elsewhere"}})
     assert _messages(moved, first) == ["spec.runtime.checkpoint: checkpoint is immutable"]
 
 
@@ -106,18 +86,18 @@ def test_mirror_pattern_is_immutable() -> None:
 def test_dead_letter_target_satisfies_a_validating_editor() -> None:
     dead_letter = {"eventHub": {"connection": {"emulator": {"namespace": "a"}}, "eventHubName": "dlq"}}
     editors = [{"validate": {"jsonSchema": {"type": "object"}}}]
-    assert _messages(_task(editors=editors)) == [
+    assert _messages(task(editors=editors)) == [
         "spec: an editor dead-letters events, so spec.deadLetter must be set"
     ]
-    assert _messages(_task(editors=editors, deadLetter=dead_letter)) == []
+    assert _messages(task(editors=editors, deadLetter=dead_letter)) == []
     dropping = [{"validate": {"jsonSchema": {"type": "object"}, "onInvalid": "drop"}}]
-    assert _messages(_task(editors=dropping)) == []
+    assert _messages(task(editors=dropping)) == []
 
 
 def test_problems_never_echo_a_secret_value() -> None:
     secret = "Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=c3VwZXJzZWNyZXQ="
-    task = _task(editors=[{"enrich": {"properties": {"upstream": secret}}}])
-    messages = _messages(task)
+    spoiled = task(editors=[{"enrich": {"properties": {"upstream": secret}}}])
+    messages = _messages(spoiled)
     assert messages and all("c3VwZXJzZWNyZXQ" not in m for m in messages)
 
 

@@ -31,7 +31,7 @@ def reserved_properties(spec: ReplicationTaskSpec) -> dict[str, str]:
 def reserved_property_findings(spec: ReplicationTaskSpec) -> Iterator[Finding]:
     """`setProperties` must not overwrite what the app itself writes on every event and reads back."""
     reserved = reserved_properties(spec)
-    for path, endpoint in _endpoints(spec):
+    for path, endpoint in endpoints(spec):
         for name in endpoint.set_properties or {}:
             if name in reserved:
                 yield Finding(
@@ -52,7 +52,8 @@ def reserved_target_findings(spec: ReplicationTaskSpec) -> Iterator[Finding]:
             )
 
 
-def _endpoints(spec: ReplicationTaskSpec) -> Iterator[tuple[tuple[str | int, ...], Endpoint]]:
+def endpoints(spec: ReplicationTaskSpec) -> Iterator[tuple[tuple[str | int, ...], Endpoint]]:
+    """Everything a task writes to, with its path under `spec`: the targets, `unrouted`, `deadLetter`."""
     for i, target in enumerate(spec.targets):
         yield ("targets", i), target
     if spec.unrouted is not None:

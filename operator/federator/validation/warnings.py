@@ -18,6 +18,7 @@ from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.kinds import FAILOVER_GROUP, REPLICATION_TASK, SERVICE_BUS_MIRROR, Kind
 from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.checks.endpoints import endpoints
 
 Path = tuple[str | int, ...]
 # A start time this far ahead is not clock skew: the task would skip everything until then.
@@ -38,7 +39,7 @@ def _task(spec: BaseModel, now: datetime | None) -> Iterator[tuple[Path, str]]:
     assert isinstance(spec, ReplicationTaskSpec)
     source = _source_entity(spec)
     written: dict[tuple[Any, ...], Path] = {}
-    for path, endpoint in _endpoints(spec):
+    for path, endpoint in endpoints(spec):
         entity = _target_entity(endpoint)
         if entity is None:
             continue
@@ -112,15 +113,6 @@ def _resource_group(name: str, path: Path) -> Iterator[tuple[Path, str]]:
     # The CRD's pattern is Azure's character set; Azure also refuses a name ending in a period.
     if name.endswith("."):
         yield path, f"{name!r} ends in a period, which Azure refuses in a resource group name"
-
-
-def _endpoints(spec: ReplicationTaskSpec) -> Iterator[tuple[Path, Endpoint]]:
-    for i, target in enumerate(spec.targets):
-        yield ("targets", i), target
-    if spec.unrouted is not None:
-        yield ("unrouted",), spec.unrouted
-    if spec.dead_letter is not None:
-        yield ("deadLetter",), spec.dead_letter
 
 
 def _source_entity(spec: ReplicationTaskSpec) -> tuple[Any, ...] | None:
