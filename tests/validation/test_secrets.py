@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 from validation_helpers import problems, task
 
 from federator.cli.main import app
+from federator.validation.semantic import semantic_problems
+from federator_contract.api.kinds import REPLICATION_TASK
 
 SAS_URL = "https://acct.blob.core.windows.net/c?sv=2022-11-02&ss=b&srt=co&sp=rl&se=2027-01-01&sig=Zm9vYmFyYmF6cXV4cXV1eA%3D"
 CONNECTION = "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=Zm9vYmFyYmF6cXV4cXV1eA="
@@ -89,6 +91,16 @@ def test_validate_and_render_refuse_it_alike_and_print_it_nowhere(where: str, tm
     assert validated.exit_code == 1 and rendered.exit_code == 1
     assert "a SAS token (sig=)" in validated.output and "a SAS token (sig=)" in rendered.output
     assert SECRET_MARK not in validated.output + rendered.output
+
+
+def test_a_checker_quoting_a_credential_has_its_message_withheld() -> None:
+    # jsonschema's wording quotes the offending value (`'Endpoint=…' is not of type 'number'`); the
+    # operator's Stalled message is made of these.
+    schema = {"type": "object", "properties": {"a": {"minimum": CONNECTION}}}
+    spec = task(editors=[{"validate": {"jsonSchema": schema, "onInvalid": "drop"}}])["spec"]
+    found = [str(p) for p in semantic_problems(REPLICATION_TASK, spec)]
+    assert "spec.editors[0].validate.jsonSchema: <message withheld: it would repeat a credential>" in found
+    assert all(SECRET_MARK not in p for p in found)
 
 
 def test_a_credential_in_a_name_is_not_repeated_by_the_document_label(tmp_path: Path) -> None:

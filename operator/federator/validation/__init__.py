@@ -24,7 +24,7 @@ from federator.validation.cel import cel_problems
 from federator.validation.documents import Document, ManifestError, load_documents
 from federator.validation.identity import identify
 from federator.validation.metadata import metadata_problems
-from federator.validation.problems import Problem, join_path
+from federator.validation.problems import Problem, join_path, withheld
 from federator.validation.schema import crd_schema, schema_problems
 from federator.validation.secrets import inline_secret_message, secret_findings
 from federator.validation.semantic import semantic_problems
@@ -96,7 +96,7 @@ def check_object(obj: Any, old: Any = None) -> Verdict:
         # A path the API server already refuses needs no second opinion from the operator's checks.
         refused = frozenset(p.path for p in found)
         found += [p for p in semantic_problems(kind, spec) if not _overlaps(p.path, refused)]
-    problems = in_document_order(_once(found), obj)
+    problems = in_document_order(_once([withheld(p) for p in found]), obj)
     # Warnings are about what would run: a refused object has its problems to fix first.
     warnings = [] if problems else in_document_order(spec_warnings(kind, spec), obj)
     return Verdict(kind, problems, warnings, None if problems else stored)

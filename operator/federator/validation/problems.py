@@ -24,6 +24,14 @@ class Problem:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
+def withheld(problem: Problem) -> Problem:
+    """`problem`, or its path with the message withheld when the message would repeat a credential (a
+    checker's own wording can quote the value it refuses)."""
+    if secret_shape(problem.message) is None:
+        return problem
+    return Problem(problem.path, "<message withheld: it would repeat a credential>", problem.layer)
+
+
 def join_path(parts: tuple[str | int, ...] | list[str | int]) -> str:
     """`("spec", "targets", 0, "name")` → `spec.targets[0].name`. A key that looks like a credential is
     shown as `<redacted>`: paths are printed, and a key can be pasted in the wrong place too."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from federator.validation.problems import Problem, join_path
+from federator.validation.problems import Problem, join_path, withheld
 from federator.validation.secrets import inline_secret_message, secret_findings
 from federator_contract.api.kinds import Kind
 from federator_contract.api.replicationtask import ReplicationTaskSpec
@@ -34,7 +34,7 @@ def semantic_problems(kind: Kind, spec: Any) -> list[Problem]:
             problems.append(Problem(join_path(["spec", *detail["loc"]]), message, "semantic"))
     else:
         problems += [Problem(join_path(["spec", *f.path]), f.message, "semantic") for f in _startup(model)]
-    return list(dict.fromkeys(problems))
+    return list(dict.fromkeys(withheld(p) for p in problems))
 
 
 def _startup(model: BaseModel) -> Iterable[Finding]:
