@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from federator.topology.build import build
 from federator.topology.render import GraphvizMissing, render
-from federator.validation import validate_object
+from federator.validation import check_document
 from federator.validation.documents import ManifestError, load_documents
 
 
@@ -38,12 +38,13 @@ def draw_files(paths: list[Path], fmt: str, err: Console | None = None) -> int:
             failed += 1
             continue
         for doc in documents:
-            kind, problems = validate_object(doc.body)
-            if problems:
+            verdict = check_document(doc)
+            if verdict.problems:
                 failed += 1
-                err.print(f"[red]{escape(doc.label)}[/]: " + escape("; ".join(str(p) for p in problems)))
-            elif kind is not None:
-                objects.append(doc.body)
+                detail = "; ".join(str(p) for p in verdict.problems)
+                err.print(f"[red]{escape(doc.label)}[/]: " + escape(detail))
+            elif verdict.admitted is not None:
+                objects.append(verdict.admitted)  # as the cluster stores it: nulls pruned, defaults set
     if failed:
         return 1
     try:
