@@ -1,82 +1,87 @@
 # syntax=docker/dockerfile:1
-# Federator images. Two final targets (README, "Container images"):
+# Federator images: two final targets on one Debian 12 base (README, docs/install.md "Container images").
 #   docker build --target operator -t ghcr.io/federator/federator-operator:0.1.0 .
 #   docker build --target spark    -t ghcr.io/federator/federator-spark:0.1.0 .
-# Base images are pinned to exact tags; pin digests in your registry mirror for reproducible builds.
-# Build stages carry pip and the wheel sources; the final stages copy only a finished virtual env.
+#   tools/build-images             the same with buildah, no daemon; makes the base when it is missing
+# Python 3.11 and OpenJDK 17 come from Debian; Spark is the pip-installed pyspark distribution. Build stages
+# carry pip and the sources; the final stages copy only a finished virtual env and hold no pip or compiler.
+# Users: operator 10001:10001, Spark 185:185 (the uids charts/federator/values.yaml states).
+
+# The only base: debian:bookworm-slim, pinned by the digest of its multi-platform index (the 2026-08 build).
+# tools/build-images passes BASE_IMAGE=debian:bookworm-slim when it uses a local base of that name,
+# e.g. one it made with mmdebstrap where no registry is reachable.
+ARG BASE_IMAGE=debian:bookworm-slim@sha256:abd67ffcfa541b485a3dff59865ab629aa048a6c613e639d36e7456b0b229241
 
 # ---------------------------------------------------------------------------------------------------
-FROM python:3.11.14-slim-bookworm AS python-base
-ENV PYTHONDONTWRITEBYTECODE=1 \
+# Python from Debian (no pip: Debian's python3.11 ships without it), and what every stage runs with.
+FROM ${BASE_IMAGE} AS python
+ENV LANG=C.UTF-8 \
+    PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
     VIRTUAL_ENV=/opt/venv \
-    PATH=/opt/venv/bin:$PATH
+    PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# Debian 12's packages are the pinned versions (bookworm, with its security updates).
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3.11 ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
 
 # ---------------------------------------------------------------------------------------------------
-# The project sources, and the venv every final stage starts from (pip builds the wheel with hatchling).
-FROM python-base AS build
+# The project sources, and a virtual env per image (images/install-venv). pip's cache stays in a cache
+# mount, outside every layer; pip and setuptools leave the venv once it is complete.
+FROM python AS build
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3.11-venv \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY contract ./contract
 COPY operator ./operator
 COPY spark-apps ./spark-apps
-# No pip, setuptools or wheel inside the venv: the base image's pip installs into it (--python).
-RUN python -m venv --without-pip /opt/venv
+COPY images/install-venv ./images/
 
 FROM build AS operator-venv
-RUN pip --python /opt/venv/bin/python install --no-cache-dir /src/contract /src
+RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca-certificates \
+    images/install-venv /src/contract /src
 
-FROM build AS spark-venv
 # The Spark app's own dependency set: the app and the contract it shares with the operator, nothing else.
-RUN pip --python /opt/venv/bin/python install --no-cache-dir /src/contract /src/spark-apps
-
-# ---------------------------------------------------------------------------------------------------
-# What both final stages start from: the interpreter without pip, setuptools or wheel.
-FROM python-base AS runtime
-RUN rm -rf /usr/local/bin/pip* /usr/local/lib/python3.11/site-packages/pip \
-        /usr/local/lib/python3.11/site-packages/pip-* /usr/local/lib/python3.11/site-packages/setuptools* \
-        /usr/local/lib/python3.11/site-packages/_distutils_hack /usr/local/lib/python3.11/site-packages/wheel* \
-        /usr/local/lib/python3.11/ensurepip
+FROM build AS spark-venv
+RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca-certificates \
+    images/install-venv /src/contract /src/spark-apps
 
 # ---------------------------------------------------------------------------------------------------
 # Target `operator`: the kopf operator (`federator operator`). Health on 8080, metrics on 9090.
-FROM runtime AS operator
+FROM python AS operator
 RUN groupadd --system --gid 10001 federator \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
        --shell /usr/sbin/nologin federator
 COPY --from=operator-venv /opt/venv /opt/venv
 USER 10001:10001
-WORKDIR /tmp
 EXPOSE 8080 9090
 ENTRYPOINT ["federator"]
 CMD ["operator", "--liveness=http://0.0.0.0:8080/healthz"]
 
 # ---------------------------------------------------------------------------------------------------
-# Java for Spark (a JRE only) and the Spark-on-Kubernetes entrypoint of the official Spark image.
-FROM eclipse-temurin:21.0.8_9-jre-noble AS java
-FROM spark:4.0.1-scala2.13-java21-ubuntu AS spark-dist
-
-# Target `spark`: the replication application. Spark itself is the pyspark distribution in the venv
-# (jars, bin/ and the Kubernetes resource manager), run by Spark's standard Kubernetes entrypoint.
-FROM runtime AS spark
-ENV JAVA_HOME=/opt/java/openjdk \
+# Target `spark`: the replication application. Java is Debian's OpenJDK 17 JRE; Spark is the pyspark
+# distribution in the venv (jars, bin/ and the Kubernetes resource manager), started by our own
+# Spark-on-Kubernetes entrypoint (images/spark/entrypoint.sh) under tini.
+FROM python AS spark
+ENV JAVA_HOME=/usr/lib/jvm/java-17 \
     SPARK_HOME=/opt/venv/lib/python3.11/site-packages/pyspark \
     PYSPARK_PYTHON=/opt/venv/bin/python \
     PYSPARK_DRIVER_PYTHON=/opt/venv/bin/python
-ENV PATH=$JAVA_HOME/bin:$SPARK_HOME/bin:$PATH
-# tini and procps are what Spark's entrypoint runs (not build tools); the Debian release of the pinned
-# base image pins their versions.
+# libnss-wrapper gives a uid without a passwd entry a user name (Java and Hadoop need one).
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends tini procps \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless tini libnss-wrapper \
     && rm -rf /var/lib/apt/lists/* \
+    && ln -s "java-17-openjdk-$(dpkg --print-architecture)" /usr/lib/jvm/java-17 \
     && groupadd --system --gid 185 spark \
-    && useradd --system --uid 185 --gid 185 --home-dir /opt/federator --shell /usr/sbin/nologin spark
-COPY --from=java /opt/java/openjdk /opt/java/openjdk
-COPY --from=spark-dist /opt/entrypoint.sh /opt/decom.sh /opt/
+    && useradd --system --uid 185 --gid 185 --no-create-home --home-dir /opt/federator \
+       --shell /usr/sbin/nologin spark
 COPY --from=spark-venv /opt/venv /opt/venv
+COPY images/spark/entrypoint.sh /opt/entrypoint.sh
 # The launchers run local:///opt/federator/replicate.py (docs/launchers.md); the package is in the venv.
 COPY spark-apps/replicate.py /opt/federator/replicate.py
 WORKDIR /opt/federator

@@ -65,5 +65,5 @@ def record_conditions(kind: str, namespace: str, name: str, conditions: list[dic
         _SERIES.add((kind, type_, status))
 
 
-def serve(port: int) -> None:
-    start_http_server(port, registry=REGISTRY)
+def serve(port: int, address: str = "0.0.0.0") -> None:
+    start_http_server(port, addr=address, registry=REGISTRY)

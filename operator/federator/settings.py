@@ -33,6 +33,8 @@ class OperatorSettings:
     """Pause before retrying a task blocked on something outside it (a missing Secret, no launcher)."""
     metrics_port: int = 9090
     """Port of the operator's own Prometheus endpoint."""
+    metrics_address: str = "0.0.0.0"
+    """Address that endpoint listens on (all interfaces in a pod; 127.0.0.1 where the network is shared)."""
     arm_endpoint: str = "https://management.azure.com"
     """Azure Resource Manager endpoint; another cloud's for sovereign clouds."""
     ca_bundle: str = ""

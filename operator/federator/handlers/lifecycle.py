@@ -47,8 +47,8 @@ async def startup(
             drift_interval_seconds=federator.drift_interval_seconds,
         )
     if memo.get("serve_metrics", True):
-        metrics.serve(memo.federator.metrics_port)
-        logger.info("metrics on :%d/metrics", memo.federator.metrics_port)
+        metrics.serve(memo.federator.metrics_port, memo.federator.metrics_address)
+        logger.info("metrics on %s:%d/metrics", memo.federator.metrics_address, memo.federator.metrics_port)
 
 
 @kopf.on.cleanup()
