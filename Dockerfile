@@ -71,9 +71,11 @@ ENV JAVA_HOME=/usr/lib/jvm/java-17 \
     SPARK_HOME=/opt/venv/lib/python3.11/site-packages/pyspark \
     PYSPARK_PYTHON=/opt/venv/bin/python \
     PYSPARK_DRIVER_PYTHON=/opt/venv/bin/python
-# libnss-wrapper gives a uid without a passwd entry a user name (Java and Hadoop need one).
+# libnss-wrapper gives a uid without a passwd entry a user name (Java and Hadoop need one). The JRE's
+# post-install links its manual page, whose directory slim bases leave out.
 # hadolint ignore=DL3008
-RUN apt-get update \
+RUN mkdir -p /usr/share/man/man1 \
+    && apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless tini libnss-wrapper \
     && rm -rf /var/lib/apt/lists/* \
     && ln -s "java-17-openjdk-$(dpkg --print-architecture)" /usr/lib/jvm/java-17 \

@@ -118,7 +118,8 @@ def test_the_operator_starts_healthy_and_gives_a_task_its_spark_application(
         budget["operatorHealthySeconds"] = time.monotonic() - started
         kube.request("POST", SECRETS, secret())
         kube.request("POST", RT, example_task())
-        app = eventually(lambda: _get(kube, f"{APPS}/orders"), timeout=60, message="no SparkApplication")
+        app = eventually(lambda: _get(kube, f"{APPS}/orders"), timeout=90, message="no SparkApplication")
+        budget["operatorFirstSparkApplicationSeconds"] = time.monotonic() - started
         assert app["spec"]["mainApplicationFile"] == "local:///opt/federator/replicate.py"
         assert healthy(f"http://127.0.0.1:{metrics}/metrics")
     except AssertionError as failure:

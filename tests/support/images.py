@@ -56,8 +56,7 @@ class ImageConfig:
 
     @classmethod
     def read(cls, image: str) -> ImageConfig:
-        config: dict[str, Any] = json.loads(buildah("inspect", "--type", "image", "--format",
-                                                    "{{json .OCIv1.Config}}", image))
+        config: dict[str, Any] = json.loads(buildah("inspect", "--type", "image", image))["OCIv1"]["config"]
         env = dict(entry.split("=", 1) for entry in config.get("Env") or [])
         return cls(
             entrypoint=list(config.get("Entrypoint") or []),
@@ -119,6 +118,7 @@ class ImageRoot:
     root: Path
     config: ImageConfig
     workdir: Path
+    runs: int = 0
 
     def start(
         self,
@@ -142,12 +142,13 @@ class ImageRoot:
             "writable": {target: str(source) for target, source in (writable or {}).items()},
             "tmpfs": list(tmpfs),
         }
-        log = self.workdir / f"{log_name}.log"
+        self.runs += 1
+        log = self.workdir / f"{self.runs:02d}-{log_name}.log"
         output: IO[bytes]
         with log.open("ab") as output:
             process = subprocess.Popen(
                 ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private",
-                 sys.executable, str(IN_IMAGE), json.dumps(spec)],
+                 sys.executable, "-I", str(IN_IMAGE), json.dumps(spec)],  # -I: tests/support shadows selectors
                 stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )
         return Run(process, log)

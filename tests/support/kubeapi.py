@@ -91,6 +91,19 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         # serializers registered"). Re-register the watch reaction above the parent's, with a JSON type.
         (self.fallback**1)[enums.action.WATCH] << {"Content-Type": "application/json"} << self._serve_watch
 
+    @override
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        # kmock cannot parse the cluster-wide namespace list (/api/v1/namespaces: "not enough values to
+        # unpack"), and answered 500. A cluster answers what RBAC allows; the chart grants namespaced
+        # Roles only, so the operator meets 403 there, and kopf falls back to the namespaces it was given.
+        if raw_request.path.rstrip("/") == "/api/v1/namespaces":
+            status = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "Forbidden",
+                      "code": 403, "details": {"kind": "namespaces"},
+                      "message": 'namespaces is forbidden: cannot list resource "namespaces" in API group "" '
+                                 "at the cluster scope"}
+            return aiohttp.web.json_response(status, status=403)
+        return await super().__call__(raw_request)
+
     @property
     def resource_version(self) -> int:
         """The latest resourceVersion handed out (like etcd's revision: one counter for everything)."""
