@@ -147,7 +147,8 @@ def test_final_stages_carry_no_build_tools_or_caches(target: str) -> None:
 def test_build_stages_keep_pips_cache_out_of_the_layers_and_pip_out_of_the_venv() -> None:
     for name in ("operator-venv", "spark-venv"):
         [run] = STAGES[name].all("RUN")
-        assert run.startswith("--mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca-certificates ")
+        cache, secret = "--mount=type=cache,target=/root/.cache/pip", "--mount=type=secret,id=ca-certificates"
+        assert run.startswith(f"{cache} {secret} ")
         assert "images/install-venv " in run
     script = (ROOT / "images" / "install-venv").read_text(encoding="utf-8")
     assert "pip uninstall --yes --disable-pip-version-check pip setuptools" in script
@@ -163,16 +164,18 @@ def test_operator_image_starts_the_operator_with_its_health_endpoint() -> None:
 
 def test_spark_image_has_java_spark_our_entrypoint_and_the_app() -> None:
     spark = STAGES["spark"]
-    assert copied_from(spark) == {"spark-venv"}
+    assert copied_from(spark) == {"java", "spark-venv"}
     # The Spark app's own dependency set: the app and the contract, not the operator's libraries.
     assert STAGES["spark-venv"].all("RUN")[0].endswith("images/install-venv /src/contract /src/spark-apps")
     [install] = [run for run in spark.all("RUN") if "apt-get install" in run]
-    assert {"openjdk-17-jre-headless", "tini", "libnss-wrapper"} <= set(install.split())
+    assert {"tini", "libnss-wrapper"} <= set(install.split())
+    [jlink] = STAGES["java"].all("RUN")
+    assert "openjdk-17-jdk-headless" in jlink and "jlink --output /opt/java" in jlink  # Debian's OpenJDK 17
     env = " ".join(spark.all("ENV"))
-    assert "JAVA_HOME=/usr/lib/jvm/java-17" in env and "SPARK_HOME=/opt/venv/lib/python3.11/site-packages/pyspark" in env
+    assert "JAVA_HOME=/opt/java" in env and "SPARK_HOME=/opt/venv/lib/python3.11/site-packages/pyspark" in env
     assert json.loads(spark.all("ENTRYPOINT")[-1]) == ["/opt/entrypoint.sh"]  # Spark-on-Kubernetes contract
     assert "images/spark/entrypoint.sh /opt/entrypoint.sh" in spark.all("COPY")
-    assert (ROOT / "images" / "spark" / "entrypoint.sh").stat().st_mode & 0o111, "the entrypoint is executable"
+    assert (ROOT / "images" / "spark" / "entrypoint.sh").stat().st_mode & 0o111, "not executable"
     # The launchers' mainApplicationFile is local:///opt/federator/replicate.py.
     assert "spark-apps/replicate.py /opt/federator/replicate.py" in spark.all("COPY")
     assert (ROOT / "spark-apps" / "replicate.py").is_file()

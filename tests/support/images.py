@@ -148,10 +148,23 @@ class ImageRoot:
         with log.open("ab") as output:
             process = subprocess.Popen(
                 ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private",
-                 sys.executable, "-I", str(IN_IMAGE), json.dumps(spec)],  # -I: tests/support shadows selectors
+                 # -I: without the script's folder on sys.path (tests/support has a selectors.py)
+                 sys.executable, "-I", str(IN_IMAGE), json.dumps(spec)],
                 stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )
         return Run(process, log)
+
+    def installers_and_compilers(self) -> tuple[list[str], list[str]]:
+        """(Python packaging modules importable, installer and compiler commands on PATH) in the image."""
+        script = (
+            "import importlib.util as u, json, shutil; print(json.dumps(["
+            "[m for m in ('pip', 'setuptools') if u.find_spec(m)],"
+            "[t for t in ('pip', 'pip3', 'gcc', 'cc', 'javac', 'apt-get') if shutil.which(t)]]))"
+        )
+        code, output = self.run(["python3.11", "-c", script], log_name="installers")
+        assert code == 0, output
+        modules, commands = json.loads(output)
+        return modules, commands
 
     def run(self, argv: Sequence[str], timeout: float = 120, **options: Any) -> tuple[int, str]:
         """Run to the end: (exit code, output)."""

@@ -1,4 +1,4 @@
-"""Inside ``unshare --mount --pid --fork`` (see support/images.py): set up a pod-like root and exec the command.
+"""Inside ``unshare --mount --pid --fork`` (support/images.py): make a pod-like root, exec the command.
 
 One argument, a JSON object: root (the image's mounted root file system), argv, env, user ("uid:gid"),
 workdir, binds and writable ({path in the image: host path}), tmpfs (paths in the image). The root is
