@@ -53,7 +53,7 @@ RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca-certifi
 # ---------------------------------------------------------------------------------------------------
 # Java for Spark: Debian's OpenJDK 17, cut by jlink to the modules Spark, Hadoop's client and their
 # libraries use (jdeps over pyspark's jars, plus what they load by name: JAAS's Unix login, EC crypto,
-# DNS naming, JMX, locale data), without debug symbols. The JRE package would add 185 MB and, through
+# DNS naming, JMX, locale data), without Java debug attributes (Debian strips its native libraries). The JRE package would add 185 MB and, through
 # its desktop dependencies (CUPS, fonts, ALSA, GLib), another 40 MB. The CA keystore is Debian's.
 FROM python AS java
 # hadolint ignore=DL3008
@@ -61,7 +61,7 @@ RUN mkdir -p /usr/share/man/man1 \
     && apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jdk-headless \
     && rm -rf /var/lib/apt/lists/* \
-    && jlink --output /opt/java --strip-debug --no-man-pages --no-header-files --compress=2 --add-modules \
+    && jlink --output /opt/java --strip-java-debug-attributes --no-man-pages --no-header-files --compress=2 --add-modules \
        java.se,jdk.unsupported,jdk.incubator.vector,jdk.crypto.ec,jdk.crypto.cryptoki,jdk.security.auth,\
 jdk.security.jgss,jdk.management,jdk.management.agent,jdk.jfr,jdk.naming.dns,jdk.zipfs,jdk.httpserver,\
 jdk.net,jdk.charsets,jdk.localedata,jdk.attach \

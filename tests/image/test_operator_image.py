@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from support.images import ImageRoot
 from support.kube import KubeServer
+from support.orders import orders_secret, orders_task
 from support.polling import eventually
 from support.resources import ROOT
 
@@ -71,21 +71,6 @@ def test_the_root_file_system_is_read_only_and_tmp_is_writable(operator_image):
     assert "Read-only file system" in output
 
 
-def example_task() -> dict[str, Any]:
-    doc = yaml.safe_load((ROOT / "examples" / "eh-replication-cluster.yaml").read_text(encoding="utf-8"))
-    doc["metadata"] = {"name": "orders", "namespace": NS}
-    return doc
-
-
-def secret() -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "orders-weu"},
-        "stringData": {"connectionString": "Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=eA=="},
-    }
-
-
 def healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
@@ -114,8 +99,8 @@ def test_the_operator_starts_healthy_and_gives_a_task_its_spark_application(
         eventually(lambda: run.process.poll() is None and healthy(f"http://127.0.0.1:{health}/healthz"),
                    timeout=60, message="no health endpoint")
         budget["operatorHealthySeconds"] = time.monotonic() - started
-        kube.request("POST", SECRETS, secret())
-        kube.request("POST", RT, example_task())
+        kube.request("POST", SECRETS, orders_secret())
+        kube.request("POST", RT, orders_task("orders", NS))
         app = eventually(lambda: _get(kube, f"{APPS}/orders"), timeout=90, message="no SparkApplication")
         budget["operatorFirstSparkApplicationSeconds"] = time.monotonic() - started
         assert app["spec"]["mainApplicationFile"] == "local:///opt/federator/replicate.py"

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import copy
 import time
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from support.kube import KubeServer
+from support.orders import orders_secret, orders_task
 from support.polling import eventually
 
 NS = "default"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "eh-replication-cluster.yaml"
 RT = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationtasks"
 APPS = f"/apis/sparkoperator.k8s.io/v1beta2/namespaces/{NS}/sparkapplications"
 CONFIGMAPS = f"/api/v1/namespaces/{NS}/configmaps"
@@ -22,18 +19,11 @@ EVENTS = f"/api/v1/namespaces/{NS}/events"
 
 
 def task(name: str = "orders") -> dict[str, Any]:
-    doc = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    doc["metadata"] = {"name": name, "namespace": NS}
-    return doc
+    return orders_task(name, NS)
 
 
 def secret() -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": "orders-weu"},
-        "stringData": {"connectionString": "Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=eA=="},
-    }
+    return orders_secret()
 
 
 def get(kube: KubeServer, path: str) -> dict[str, Any] | None:
