@@ -40,15 +40,18 @@ COPY contract ./contract
 COPY operator ./operator
 COPY spark-apps ./spark-apps
 COPY images/install-venv ./images/
+COPY images/spark/trim-spark ./images/spark/
 
 FROM build AS operator-venv
 RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca-certificates \
     images/install-venv /src/contract /src
 
-# The Spark app's own dependency set: the app and the contract it shares with the operator, nothing else.
+# The Spark app's own dependency set: the app and the contract it shares with the operator, nothing else;
+# Spark without the modules the app never loads (images/spark/trim-spark: Hive, MLlib, the Connect server).
 FROM build AS spark-venv
 RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca-certificates \
-    images/install-venv /src/contract /src/spark-apps
+    images/install-venv /src/contract /src/spark-apps \
+    && images/spark/trim-spark
 
 # ---------------------------------------------------------------------------------------------------
 # Java for Spark: Debian's OpenJDK 17, cut by jlink to the modules Spark, Hadoop's client and their

@@ -166,7 +166,9 @@ def test_spark_image_has_java_spark_our_entrypoint_and_the_app() -> None:
     spark = STAGES["spark"]
     assert copied_from(spark) == {"java", "spark-venv"}
     # The Spark app's own dependency set: the app and the contract, not the operator's libraries.
-    assert STAGES["spark-venv"].all("RUN")[0].endswith("images/install-venv /src/contract /src/spark-apps")
+    [install] = STAGES["spark-venv"].all("RUN")
+    assert install.split()[2:] == ["images/install-venv", "/src/contract", "/src/spark-apps", "&&",
+                                   "images/spark/trim-spark"]
     [install] = [run for run in spark.all("RUN") if "apt-get install" in run]
     assert {"tini", "libnss-wrapper"} <= set(install.split())
     [jlink] = STAGES["java"].all("RUN")
