@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Federator images: two final targets on one Debian 12 base (README, docs/install.md "Container images").
+# Federator images: two final targets on one Debian 12 base (docs/install.md, "Build the images").
 #   docker build --target operator -t ghcr.io/federator/federator-operator:0.1.0 .
 #   docker build --target spark    -t ghcr.io/federator/federator-spark:0.1.0 .
 #   tools/build-images             the same with buildah, no daemon; makes the base when it is missing
@@ -56,8 +56,9 @@ RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca-certifi
 # ---------------------------------------------------------------------------------------------------
 # Java for Spark: Debian's OpenJDK 17, cut by jlink to the modules Spark, Hadoop's client and their
 # libraries use (jdeps over pyspark's jars, plus what they load by name: JAAS's Unix login, EC crypto,
-# DNS naming, JMX, locale data), without Java debug attributes (Debian strips its native libraries). The JRE package would add 185 MB and, through
-# its desktop dependencies (CUPS, fonts, ALSA, GLib), another 40 MB. The CA keystore is Debian's.
+# DNS naming, JMX, locale data), without Java debug attributes (Debian strips its native libraries).
+# The JRE package would add 185 MB and, through its desktop dependencies (CUPS, fonts, ALSA, GLib),
+# another 40 MB. The CA keystore is Debian's.
 FROM python AS java
 # hadolint ignore=DL3008
 RUN mkdir -p /usr/share/man/man1 \
