@@ -103,7 +103,7 @@ RUN apt-get update \
        --shell /usr/sbin/nologin spark
 COPY --from=java /opt/java /opt/java
 COPY --from=spark-venv /opt/venv /opt/venv
-COPY images/spark/entrypoint.sh /opt/entrypoint.sh
+COPY images/spark/entrypoint.sh images/spark/decom.sh /opt/
 # The launchers run local:///opt/federator/replicate.py (docs/launchers.md); the package is in the venv.
 COPY spark-apps/replicate.py /opt/federator/replicate.py
 WORKDIR /opt/federator

@@ -176,16 +176,18 @@ def test_spark_image_has_java_spark_our_entrypoint_and_the_app() -> None:
     env = " ".join(spark.all("ENV"))
     assert "JAVA_HOME=/opt/java" in env and "SPARK_HOME=/opt/venv/lib/python3.11/site-packages/pyspark" in env
     assert json.loads(spark.all("ENTRYPOINT")[-1]) == ["/opt/entrypoint.sh"]  # Spark-on-Kubernetes contract
-    assert "images/spark/entrypoint.sh /opt/entrypoint.sh" in spark.all("COPY")
-    assert (ROOT / "images" / "spark" / "entrypoint.sh").stat().st_mode & 0o111, "not executable"
+    assert "images/spark/entrypoint.sh images/spark/decom.sh /opt/" in spark.all("COPY")
+    for script in ("entrypoint.sh", "decom.sh"):  # decom.sh: Spark's default decommission preStop hook
+        assert (ROOT / "images" / "spark" / script).stat().st_mode & 0o111, f"{script} is not executable"
     # The launchers' mainApplicationFile is local:///opt/federator/replicate.py.
     assert "spark-apps/replicate.py /opt/federator/replicate.py" in spark.all("COPY")
     assert (ROOT / "spark-apps" / "replicate.py").is_file()
     assert spark.all("EXPOSE") == ["9464"]
 
 
-def test_the_entrypoint_is_valid_bash() -> None:
-    subprocess.run(["bash", "-n", str(ROOT / "images" / "spark" / "entrypoint.sh")], check=True, timeout=10)
+@pytest.mark.parametrize("script", ["entrypoint.sh", "decom.sh"])
+def test_the_spark_scripts_are_valid_bash(script: str) -> None:
+    subprocess.run(["bash", "-n", str(ROOT / "images" / "spark" / script)], check=True, timeout=10)
 
 
 def test_build_context_is_limited_to_the_sources() -> None:

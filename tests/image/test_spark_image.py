@@ -121,6 +121,19 @@ def test_executor_mode_names_a_missing_variable(spark_image, missing):
     assert f"{missing} is not set" in output
 
 
+def test_the_decommission_hook_signals_the_executor_and_waits_for_it_to_exit(spark_image):
+    # A stand-in executor: the executor's main class among its arguments, exiting 2 s after SIGPWR.
+    executor = ("import signal, sys, time;"
+                " signal.signal(signal.SIGPWR, lambda *_: (time.sleep(2), sys.exit(0))); time.sleep(60)")
+    main_class = "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"
+    script = (f"python3.11 -c \"{executor}\" {main_class} & sleep 1;"
+              " start=$(date +%s); /opt/decom.sh; echo waited $(( $(date +%s) - start ))")
+    code, output = spark_image.run(["bash", "-c", script], log_name="decom")
+    assert code == 0, output
+    assert "decom: asking executor" in output and "has exited" in output
+    assert int(output.split("waited ")[1].split()[0]) >= 2, output  # it waited for the exit
+
+
 def test_a_uid_without_a_passwd_entry_still_has_a_user_name(spark_image):
     code, output = spark_image.run(
         [*spark_image.config.entrypoint, "sh", "-c", "id -un; java -XshowSettings:properties -version 2>&1"],
