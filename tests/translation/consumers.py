@@ -92,7 +92,8 @@ def consume(
                 done.set()
 
     thread = threading.Thread(
-        target=client.receive, kwargs={"on_event": on_event, "starting_position": "-1" if stop_at else "@latest"}
+        target=client.receive,
+        kwargs={"on_event": on_event, "starting_position": "-1" if stop_at else "@latest"},
     )
     thread.start()
     deadline = time.monotonic() + timeout
@@ -120,9 +121,12 @@ def read_partition(connection: str, hub: str, partition: str, count: int) -> lis
             if len(events) == count:
                 done.set()
 
-    client = EventHubConsumerClient.from_connection_string(connection, consumer_group="$Default", eventhub_name=hub)
+    client = EventHubConsumerClient.from_connection_string(
+        connection, consumer_group="$Default", eventhub_name=hub
+    )
     thread = threading.Thread(
-        target=client.receive, kwargs={"on_event": on_event, "partition_id": partition, "starting_position": "-1"}
+        target=client.receive,
+        kwargs={"on_event": on_event, "partition_id": partition, "starting_position": "-1"},
     )
     thread.start()
     try:

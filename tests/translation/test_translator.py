@@ -23,10 +23,15 @@ GROUP = "orders-app"
 def emulator_config(target_partitions):
     return {
         "namespaces": [
-            {"name": "primary", "eventHubs": [{"name": "orders", "partitionCount": 4, "consumerGroups": [GROUP]}]},
+            {
+                "name": "primary",
+                "eventHubs": [{"name": "orders", "partitionCount": 4, "consumerGroups": [GROUP]}],
+            },
             {
                 "name": "secondary",
-                "eventHubs": [{"name": "orders", "partitionCount": target_partitions, "consumerGroups": [GROUP]}],
+                "eventHubs": [
+                    {"name": "orders", "partitionCount": target_partitions, "consumerGroups": [GROUP]}
+                ],
             },
         ]
     }
@@ -94,9 +99,17 @@ def test_the_translated_checkpoints_are_where_the_sdk_reads_them(emulator_factor
         again = translator.cycle().groups[GROUP]
     finally:
         translator.close()
-    assert (first.written, again.written, again.unchanged) == (4, 0, 4)  # an unchanged translation is not rewritten
+    assert (first.written, again.written, again.unchanged) == (
+        4,
+        0,
+        4,
+    )  # an unchanged translation is not rewritten
     secondary_host = Connection(connection_string=secondary).host
-    checkpoints = BlobCheckpointStore.from_connection_string(*store).list_checkpoints(secondary_host, "orders", GROUP)
-    assert sorted((c["partition_id"], c["sequence_number"]) for c in checkpoints) == [(str(p), 4) for p in range(4)]
+    checkpoints = BlobCheckpointStore.from_connection_string(*store).list_checkpoints(
+        secondary_host, "orders", GROUP
+    )
+    assert sorted((c["partition_id"], c["sequence_number"]) for c in checkpoints) == [
+        (str(p), 4) for p in range(4)
+    ]
     # The offset is the copy's own offset on the secondary (a byte position there), not the source's.
     assert all(c["offset"] != "-1" for c in checkpoints)

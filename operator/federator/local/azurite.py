@@ -22,7 +22,9 @@ from pathlib import Path
 ACCOUNT = "devstoreaccount1"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 BINARY_ENV = "FEDERATOR_AZURITE_BLOB"
-_REPO_BINARY = Path(__file__).resolve().parents[3] / ".tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
+_REPO_BINARY = (
+    Path(__file__).resolve().parents[3] / ".tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
+)
 _LISTENING = re.compile(r"Blob service successfully listens on (http://\S+)")
 _START_TIMEOUT_SECONDS = 60.0
 _STOP_GRACE_SECONDS = 3.0

@@ -181,7 +181,9 @@ class PartitionIndex:
         )
 
 
-def resolve(refine: Refine, events: Iterable[tuple[int, str, Origin]], checkpoints: Mapping[str, int]) -> Position:
+def resolve(
+    refine: Refine, events: Iterable[tuple[int, str, Origin]], checkpoints: Mapping[str, int]
+) -> Position:
     """The answer of a :class:`Refine` from the events after ``refine.after`` in order (at most
     ``MAX_REFINE_EVENTS`` are looked at)."""
     last = refine.after

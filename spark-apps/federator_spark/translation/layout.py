@@ -1,8 +1,9 @@
 """Where `azure-eventhub-checkpointstoreblob` keeps a consumer group's state, exactly as its
 ``BlobCheckpointStore`` (sync and aio, 1.2.0) writes and reads it:
 
-* a checkpoint is the empty blob ``{fully_qualified_namespace}/{eventhub}/{consumer_group}/checkpoint/{partition}``,
-  the whole name **lower-cased**, with metadata ``offset`` and ``sequencenumber`` (strings) of the last
+* a checkpoint is the empty blob
+  ``{fully_qualified_namespace}/{eventhub}/{consumer_group}/checkpoint/{partition}``, the whole name
+  **lower-cased**, with metadata ``offset`` and ``sequencenumber`` (strings) of the last
   event processed; a consumer resumes after ``offset`` (``x-opt-offset > '<offset>'``);
 * an ownership claim is ``…/ownership/{partition}`` with metadata ``ownerid``; a running
   ``EventProcessor`` re-claims (re-writes) its partitions every load-balancing round, so the blob's

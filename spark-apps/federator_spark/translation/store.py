@@ -76,7 +76,7 @@ class CheckpointBlobs:
             metadata = blob.metadata or {}
             if OFFSET in metadata and SEQUENCE_NUMBER in metadata:
                 found[partition_of(blob.name)] = StoredCheckpoint(
-                    str(metadata[OFFSET]), int(metadata[SEQUENCE_NUMBER]), str(blob.etag)
+                    str(metadata[OFFSET]), int(metadata[SEQUENCE_NUMBER]), _etag(blob.etag)
                 )
         return found
 
@@ -105,7 +105,7 @@ class CheckpointBlobs:
         except (ResourceExistsError, ResourceModifiedError, ResourceNotFoundError):
             self.counts.conflicts += 1
             return None
-        return str(result["etag"])
+        return _etag(result["etag"])
 
     def _list(self, prefix: str) -> list[Any]:
         self.counts.lists += 1
@@ -113,3 +113,8 @@ class CheckpointBlobs:
 
     def close(self) -> None:
         self._container.close()
+
+
+def _etag(value: Any) -> str:
+    """Listings and writes spell an ETag with and without its quotes."""
+    return str(value).strip('"')

@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +32,14 @@ from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement
 from federator_spark.provenance import SOURCE_ID_PROPERTY
 from federator_spark.sources.eventhubs_streams import PartitionStream, receive, sequence_number
-from federator_spark.translation.index import MAX_REFINE_EVENTS, Origin, PartitionIndex, Position, Refine, resolve
+from federator_spark.translation.index import (
+    MAX_REFINE_EVENTS,
+    Origin,
+    PartitionIndex,
+    Position,
+    Refine,
+    resolve,
+)
 from federator_spark.translation.layout import ConsumerGroupRef
 from federator_spark.translation.store import BlobLocation, CheckpointBlobs, Counts, StoredCheckpoint
 
@@ -42,6 +50,7 @@ logger = logging.getLogger(__name__)
 OWNER_ACTIVE_SECONDS = 180.0
 INDEX_EVENTS_PER_CYCLE = 200_000  # per target partition: a first cycle over a long retention catches up
 _READ_TIMEOUT_SECONDS = 30.0
+_PARALLEL_READS = 16
 _OFFSET = b"x-opt-offset"
 _SOURCE_ID = SOURCE_ID_PROPERTY.encode()
 
@@ -105,14 +114,18 @@ class Translator:
     def __init__(self, plan: TranslationPlan) -> None:
         self.plan = plan
         self.state = Path(plan.state_dir)
-        self._client = eventhub_consumer(plan.target_connection, plan.target.event_hub, plan.index_consumer_group)
+        self._client = eventhub_consumer(
+            plan.target_connection, plan.target.event_hub, plan.index_consumer_group
+        )
         self._management = HubManagement(self._client)
         self._streams: dict[str, PartitionStream] = {}
         self.indexes: dict[str, PartitionIndex] = {}
         self._handoffs: dict[str, dict[str, _Handoff]] = self._load_handoffs()
         self._source_store = CheckpointBlobs(plan.source_store)
         self._target_store = (
-            self._source_store if plan.target_store == plan.source_store else CheckpointBlobs(plan.target_store)
+            self._source_store
+            if plan.target_store == plan.source_store
+            else CheckpointBlobs(plan.target_store)
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -196,26 +209,44 @@ class Translator:
             current = self._target_store.checkpoints(target)
             claims = self._target_store.claims(target)
             handoffs = self._handoffs.setdefault(group, {})
-            for partition, index in sorted(self.indexes.items(), key=lambda item: int(item[0])):
-                position = self._locate(index, checkpoints, report)
+            for partition, position in sorted(
+                self._positions(checkpoints, report).items(), key=lambda p: int(p[0])
+            ):
                 report.positions[partition] = position.sequence
-                self._write(target, partition, position, checkpoints, current.get(partition), claims, handoffs, report)
+                self._write(
+                    target, partition, position, checkpoints, current.get(partition), claims, handoffs, report
+                )
         report.storage = _spent(self._source_store, store_before)
         if self._target_store is not self._source_store:
             report.storage.add(_spent(self._target_store, target_before))
         report.seconds = round(time.monotonic() - started, 4)
         return report
 
-    def _locate(self, index: PartitionIndex, checkpoints: dict[str, int], report: GroupCycle) -> Position:
-        found = index.locate(checkpoints)
-        if isinstance(found, Position):
-            return found
-        report.reads += 1
-        events = self._refinement(index.partition, found)
-        counted = _Counted(events)
-        position = resolve(found, counted, checkpoints)
-        report.events_read += counted.count
-        return position
+    def _positions(self, checkpoints: dict[str, int], report: GroupCycle) -> dict[str, Position]:
+        """The translated checkpoint of every target partition; the refinement reads side by side
+        (opening a receiver costs the SDK about a second, mostly waiting)."""
+        positions: dict[str, Position] = {}
+        reads: dict[str, Refine] = {}
+        for partition, index in self.indexes.items():
+            found = index.locate(checkpoints)
+            if isinstance(found, Position):
+                positions[partition] = found
+            else:
+                reads[partition] = found
+        if reads:
+            with ThreadPoolExecutor(
+                min(len(reads), _PARALLEL_READS), thread_name_prefix="translation-read"
+            ) as pool:
+                done = pool.map(lambda item: self._refine(item[0], item[1], checkpoints), reads.items())
+                for partition, (position, count) in zip(reads, done, strict=True):
+                    positions[partition] = position
+                    report.reads += 1
+                    report.events_read += count
+        return positions
+
+    def _refine(self, partition: str, refine: Refine, checkpoints: dict[str, int]) -> tuple[Position, int]:
+        counted = _Counted(self._refinement(partition, refine))
+        return resolve(refine, counted, checkpoints), counted.count
 
     def _write(
         self,
@@ -229,7 +260,10 @@ class Translator:
         report: GroupCycle,
     ) -> None:
         handoff = handoffs.setdefault(partition, _Handoff())
-        if current is not None and (current.sequence_number, current.offset) == (position.sequence, position.offset):
+        if current is not None and (current.sequence_number, current.offset) == (
+            position.sequence,
+            position.offset,
+        ):
             report.unchanged += 1
             return
         claimed = claims.get(partition)
@@ -271,7 +305,11 @@ class Translator:
             if stream is not None:
                 stream.close()
             stream = self._streams[partition] = PartitionStream(
-                self.plan.target_connection, self.plan.target.event_hub, self.plan.index_consumer_group, partition, after
+                self.plan.target_connection,
+                self.plan.target.event_hub,
+                self.plan.index_consumer_group,
+                partition,
+                after,
             )
         for events in stream.read_range(after, until, _READ_TIMEOUT_SECONDS):
             for message in events:
@@ -322,7 +360,9 @@ class Translator:
             write_atomically(self.state / "index" / f"{partition}.json", json.dumps(index.to_json()))
         handoffs = {g: {p: asdict(h) for p, h in parts.items()} for g, parts in self._handoffs.items()}
         write_atomically(self.state / "handoffs.json", json.dumps(handoffs, sort_keys=True))
-        write_atomically(self.state / "last-cycle.json", json.dumps(report.to_json(), indent=2, sort_keys=True))
+        write_atomically(
+            self.state / "last-cycle.json", json.dumps(report.to_json(), indent=2, sort_keys=True)
+        )
 
 
 class _Counted:
