@@ -66,6 +66,8 @@ class TaskConfig(_ContractModel):
     following: FollowingSource | None = None
     emulator_connections: dict[str, str] = {}
     """Local mode only: emulator namespace → its connection string."""
+    emulator_blob_connection: str | None = None
+    """Local mode only: the connection string of the Azurite it started (checkpoint stores `emulator`)."""
     status_file: str | None = None
     """Local mode only: where the app writes its status (default: under the checkpoint location)."""
 

@@ -17,6 +17,8 @@ from pyspark.sql import SparkSession
 from federator_spark import metrics, pipeline
 from federator_spark.config import load_task_config
 from federator_spark.plan import plan_from_task
+from federator_spark.translation.planning import translation_plan
+from federator_spark.translation.translator import Translator
 
 logger = logging.getLogger("federator.replicate")
 
@@ -43,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     if config.metrics_port and plan.status_file:
         server = metrics.serve(config.metrics_port, plan.status_file, config.namespace, config.name)
     query = pipeline.start(spark, config, available_now=args.available_now)
+    translation = translation_plan(config)
+    translator = Translator(translation) if translation is not None else None
+    if translator is not None:
+        translator.start()
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         # The main thread is inside awaitTermination, a py4j call; stopping from another thread lets
@@ -54,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         query.awaitTermination()
     finally:
+        if translator is not None:  # once more: the app stops, its FailoverGroup may be switching
+            translator.stop(final=True)
         if server is not None:
             server.shutdown()
         spark.stop()

@@ -66,7 +66,7 @@ def _imported(package_dir: Path, top_level_only: bool = False) -> set[str]:
             found.add(OWN[top])
         elif top == "azure":  # a namespace shared by many distributions: `azure.mgmt.dns` → azure-mgmt-dns
             parts = module.split(".")
-            found.add("-".join(parts[:3] if parts[1] == "mgmt" else parts[:2]).replace("_", "-"))
+            found.add("-".join(parts[:3] if parts[1] in ("mgmt", "storage") else parts[:2]).replace("_", "-"))
         else:
             found.update(_normal(d) for d in owners[top])
     return found

@@ -25,6 +25,7 @@ from federator_contract.api.base import (
     list_map,
 )
 from federator_contract.api.editors import Editor
+from federator_contract.api.translation import CheckpointTranslation
 
 # ----------------------------------------------------------------------------------------------- source
 
@@ -334,6 +335,11 @@ class ReplicationTaskSpec(FedModel):
                 " || has(self.deadLetter)",
                 "an editor dead-letters events, so spec.deadLetter must be set",
             ),
+            (
+                "!has(self.checkpointTranslation) || has(self.source.eventHub)",
+                "checkpointTranslation needs an event hub source",
+                ".checkpointTranslation",
+            ),
         )
     )
 
@@ -356,6 +362,8 @@ class ReplicationTaskSpec(FedModel):
     """Delivery guarantee."""
     runtime: Runtime = Runtime()
     """Spark settings."""
+    checkpoint_translation: CheckpointTranslation | None = None
+    """Carry application consumer groups' checkpoints to the target (Event Hubs to Event Hubs)."""
 
 
 class SparkApplicationStatus(FedModel):

@@ -6,7 +6,8 @@ Every request is counted (:class:`Counts`): the translation's cost per cycle is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -42,11 +43,13 @@ class Counts:
 
 @dataclass(frozen=True)
 class BlobLocation:
-    """Where a checkpoint store lives: a container, reached by a connection string or an account URL
-    with a token credential (workload identity)."""
+    """Where a checkpoint store lives: a container, reached by a connection string (inline: Azurite's;
+    or the environment variable holding it) or an account URL with a token credential (workload
+    identity)."""
 
     container: str
-    connection_string: str | None = None
+    connection_string: str | None = field(default=None, repr=False)
+    connection_string_env: str | None = None
     account_url: str | None = None
     client_id: str | None = None
 
@@ -57,10 +60,13 @@ class CheckpointBlobs:
     def __init__(self, location: BlobLocation) -> None:
         from azure.storage.blob import ContainerClient
 
-        if location.connection_string is not None:
-            self._container = ContainerClient.from_connection_string(
-                location.connection_string, location.container
-            )
+        text = location.connection_string
+        if location.connection_string_env is not None:
+            text = os.environ.get(location.connection_string_env)
+            if not text:
+                raise RuntimeError(f"environment variable {location.connection_string_env} is not set")
+        if text is not None:
+            self._container = ContainerClient.from_connection_string(text, location.container)
         else:
             from azure.identity import DefaultAzureCredential
 

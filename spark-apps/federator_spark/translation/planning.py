@@ -1,0 +1,80 @@
+"""The translation plan of a task: which consumer groups, which hosts and hubs their checkpoints name,
+where the checkpoint stores are (``spec.checkpointTranslation``, with the connections of the task config)."""
+
+from __future__ import annotations
+
+from federator_contract.api.translation import CheckpointStore
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
+from federator_spark.config import local_path
+from federator_spark.connections import connection_for
+from federator_spark.translation.layout import ConsumerGroupRef
+from federator_spark.translation.store import BlobLocation
+from federator_spark.translation.translator import TranslationPlan
+
+STATE_DIR = "federator/translation"  # under the query's checkpoint location: the index names the target
+
+
+def translation_plan(config: TaskConfig) -> TranslationPlan | None:
+    spec = config.spec
+    translation = spec.checkpoint_translation
+    if translation is None:
+        return None
+    source = spec.source.event_hub
+    if source is None:
+        raise TaskConfigError("spec.checkpointTranslation needs an event hub source")
+    hubs = [t for t in spec.targets if t.event_hub is not None]
+    if translation.target is not None:
+        hubs = [t for t in hubs if t.name == translation.target]
+        if not hubs:
+            raise TaskConfigError(
+                f"spec.checkpointTranslation.target: no event hub target named {translation.target!r}"
+            )
+    elif len(hubs) != 1:
+        raise TaskConfigError(
+            "spec.checkpointTranslation.target: name the event hub target to translate to "
+            f"(the task has {len(hubs)})"
+        )
+    target = hubs[0].event_hub
+    assert target is not None
+    source_connection = connection_for(config, source.connection)
+    target_connection = connection_for(config, target.connection)
+    source_store = blob_location(config, translation.checkpoint_store, "checkpointStore")
+    target_store = (
+        blob_location(config, translation.target_checkpoint_store, "targetCheckpointStore")
+        if translation.target_checkpoint_store is not None
+        else source_store
+    )
+    return TranslationPlan(
+        groups=tuple(translation.consumer_groups),
+        source=ConsumerGroupRef(
+            translation.source_fully_qualified_namespace or source_connection.host, source.event_hub_name, ""
+        ),
+        target=ConsumerGroupRef(
+            translation.target_fully_qualified_namespace or target_connection.host, target.event_hub_name, ""
+        ),
+        origin_prefix=f"{source_connection.host}/{source.event_hub_name}/",
+        target_connection=target_connection,
+        index_consumer_group=translation.index_consumer_group,
+        source_store=source_store,
+        target_store=target_store,
+        interval_seconds=translation.interval_seconds,
+        state_dir=str(local_path(config.query_checkpoint_location) / STATE_DIR),
+    )
+
+
+def blob_location(config: TaskConfig, store: CheckpointStore, field: str) -> BlobLocation:
+    connection = store.connection
+    if connection.secret_ref is not None:
+        return BlobLocation(
+            store.container_name, connection_string_env=config.secret_env_for(connection.secret_ref)
+        )
+    if connection.workload_identity is not None:
+        identity = connection.workload_identity
+        return BlobLocation(
+            store.container_name, account_url=identity.blob_endpoint.rstrip("/"), client_id=identity.client_id
+        )
+    if config.emulator_blob_connection is None:
+        raise TaskConfigError(
+            f"spec.checkpointTranslation.{field}: Azurite exists in local mode only (emulatorBlobConnection)"
+        )
+    return BlobLocation(store.container_name, connection_string=config.emulator_blob_connection)
