@@ -10,12 +10,16 @@ import argparse
 import logging
 import signal
 import threading
+from pathlib import Path
 from types import FrameType
 
 from pyspark.sql import SparkSession
 
+from federator_contract.taskconfig import TaskConfig
 from federator_spark import metrics, pipeline
-from federator_spark.config import load_task_config
+from federator_spark.config import load_task_config, local_path
+from federator_spark.connections import connection_for
+from federator_spark.lag import LagMonitor
 from federator_spark.plan import plan_from_task
 from federator_spark.translation.planning import translation_plan
 from federator_spark.translation.translator import Translator
@@ -45,10 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     if config.metrics_port and plan.status_file:
         server = metrics.serve(config.metrics_port, plan.status_file, config.namespace, config.name)
     query = pipeline.start(spark, config, available_now=args.available_now)
-    translation = translation_plan(config)
+    monitor = lag_monitor(config, plan.status_file)
+    translation = translation_plan(config, _beside(plan.status_file, metrics.TRANSLATION_FILE))
     translator = Translator(translation) if translation is not None else None
-    if translator is not None:
-        translator.start()
+    for worker in (monitor, translator):
+        if worker is not None:
+            worker.start()
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         # The main thread is inside awaitTermination, a py4j call; stopping from another thread lets
@@ -62,7 +68,27 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if translator is not None:  # once more: the app stops, its FailoverGroup may be switching
             translator.stop(final=True)
+        if monitor is not None:
+            monitor.stop()
         if server is not None:
             server.shutdown()
         spark.stop()
     return 0
+
+
+def lag_monitor(config: TaskConfig, status_file: str | None) -> LagMonitor | None:
+    """Event Hubs sources: lag per partition beside the status file (Service Bus has no partitions)."""
+    source = config.spec.source.event_hub
+    if source is None or status_file is None:
+        return None
+    return LagMonitor(
+        connection_for(config, source.connection),
+        source.event_hub_name,
+        source.consumer_group,
+        local_path(config.query_checkpoint_location),
+        Path(status_file),
+    )
+
+
+def _beside(status_file: str | None, name: str) -> str | None:
+    return str(Path(status_file).parent / name) if status_file is not None else None

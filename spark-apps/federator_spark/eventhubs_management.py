@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# What the readers use from a partition's properties (the SDK's names).
+# What the readers use from a partition's properties (the SDK's names), and `last_enqueued_time` (epoch
+# seconds) for the lag.
 PROPERTY_NAMES = ("beginning_sequence_number", "last_enqueued_sequence_number", "is_empty")
 _OPEN_TIMEOUT_SECONDS = 30.0
 
@@ -53,11 +54,15 @@ class HubManagement:
                 "beginning_sequence_number": value[b"begin_sequence_number"],
                 "last_enqueued_sequence_number": value[b"last_enqueued_sequence_number"],
                 "is_empty": value[b"is_partition_empty"],
+                "last_enqueued_time": _epoch(value.get(b"last_enqueued_time_utc")),
             }
 
         def sdk() -> dict[str, Any]:
             properties = self._client.get_partition_properties(partition)
-            return {name: properties[name] for name in PROPERTY_NAMES}
+            found = {name: properties[name] for name in PROPERTY_NAMES}
+            moment = properties.get("last_enqueued_time_utc")
+            found["last_enqueued_time"] = moment.timestamp() if moment is not None else None
+            return found
 
         return self._fast_or_sdk(fast, sdk, f"partition {partition}")
 
@@ -124,3 +129,8 @@ class HubManagement:
                 mgmt.close()
             except Exception as error:  # closing a broken link must not hide why it broke
                 logger.debug("closing the management client: %r", error)
+
+
+def _epoch(milliseconds: int | None) -> float | None:
+    """An AMQP timestamp (ms since the epoch) in seconds; an empty partition has none."""
+    return milliseconds / 1000 if milliseconds else None

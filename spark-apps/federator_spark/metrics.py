@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -20,6 +21,10 @@ from federator_contract.files import write_atomically
 from federator_spark.events import iso
 
 logger = logging.getLogger(__name__)
+
+LAG_FILE = "lag.json"  # written by the driver's lag monitor (lag.py)
+TRANSLATION_FILE = "translation.json"  # written by the driver's checkpoint translator
+STATUS_PATH = "/status"
 
 
 def read_status(path: str) -> dict[str, Any]:
@@ -54,6 +59,7 @@ def record_batch(
     events_in = 0
     dropped: dict[str, int] = status.get("eventsDropped", {})
     last_enqueued: float | None = status.get("lastEnqueuedEpoch")
+    partitions: dict[str, dict[str, Any]] = status.get("partitions", {})
     started = now
     for report in reports:
         if report is None:
@@ -68,6 +74,7 @@ def record_batch(
             dropped[reason] = dropped.get(reason, 0) + getattr(report, attribute)
         if report.last_enqueued is not None:
             last_enqueued = max(last_enqueued or 0.0, report.last_enqueued)
+        _fold_position(partitions, report)
     status.update(
         {
             "task": task,
@@ -80,10 +87,21 @@ def record_batch(
             "eventsDropped": dropped,
             "lastEnqueuedEpoch": last_enqueued,
             "replicationLagSeconds": round(now - last_enqueued, 3) if last_enqueued else None,
+            "partitions": partitions,
         }
     )
     write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True))
     return status
+
+
+def _fold_position(partitions: dict[str, dict[str, Any]], report: Any) -> None:
+    """Per source partition, the last event read: sequence number and source enqueue time."""
+    sequence = getattr(report, "handled_sequence", None)
+    if sequence is None or report.source_partition is None:
+        return
+    known = partitions.get(report.source_partition)
+    if known is None or sequence > known["sequence"]:
+        partitions[report.source_partition] = {"sequence": sequence, "enqueuedEpoch": report.handled_enqueued}
 
 
 def iso_epoch(epoch: float) -> str:
@@ -101,8 +119,8 @@ class StatusCollector:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         status = read_status(self.path)
-        lag = GaugeMetricFamily(
-            "federator_replication_lag_seconds",
+        latency = GaugeMetricFamily(
+            "federator_replication_latency_seconds",
             "Now minus the source enqueue time of the last event written, at the last batch",
             labels=["namespace", "task"],
         )
@@ -130,25 +148,89 @@ class StatusCollector:
         for reason, count in sorted(status.get("eventsDropped", {}).items()):
             dropped.add_metric([*self.labels, reason], count)
         if status.get("replicationLagSeconds") is not None:
-            lag.add_metric(self.labels, status["replicationLagSeconds"])
+            latency.add_metric(self.labels, status["replicationLagSeconds"])
         if "batchDurationSeconds" in status:
             duration.add_metric(self.labels, status["batchDurationSeconds"])
         for name, counts in sorted(status.get("targets", {}).items()):
             replicated.add_metric([*self.labels, name], counts["eventsOut"])
             dead.add_metric([*self.labels, name], counts["deadLettered"])
-        yield from (lag, replicated, dead, dropped, duration)
+        yield from (latency, replicated, dead, dropped, duration)
+        yield from self._lag(read_sibling(self.path, LAG_FILE), GaugeMetricFamily)
+
+    def _lag(self, lag: dict[str, Any], family: Any) -> Iterator[Any]:
+        """Per source partition: events and seconds behind; for the task: the RPO estimate."""
+        events = family(
+            "federator_replication_lag_events",
+            "Events of the source partition not replicated yet",
+            labels=["namespace", "task", "partition"],
+        )
+        seconds = family(
+            "federator_replication_lag_seconds",
+            "Enqueue time of the source partition's newest event minus that of the last one replicated",
+            labels=["namespace", "task", "partition"],
+        )
+        rpo = family(
+            "federator_failover_rpo_seconds",
+            "What a failover now would leave behind: the enqueue-time span of the events not replicated yet",
+            labels=["namespace", "task"],
+        )
+        for partition, entry in sorted(lag.get("partitions", {}).items(), key=lambda item: int(item[0])):
+            if entry.get("eventsBehind") is not None:
+                events.add_metric([*self.labels, partition], entry["eventsBehind"])
+            if entry.get("secondsBehind") is not None:
+                seconds.add_metric([*self.labels, partition], entry["secondsBehind"])
+        if lag.get("rpoSeconds") is not None:
+            rpo.add_metric(self.labels, lag["rpoSeconds"])
+        yield from (events, seconds, rpo)
 
 
 def serve(port: int, path: str, namespace: str, task: str) -> Any:
-    """Start the Prometheus HTTP endpoint on ``port``; returns the server (shut it down to stop)."""
-    from prometheus_client import start_http_server
+    """Start the driver's HTTP endpoint on ``port``: Prometheus metrics at ``/metrics``, and at
+    ``/status`` the status file with the lag and translation beside it (what the operator writes into
+    the task's status); returns the server (shut it down to stop)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from prometheus_client.registry import CollectorRegistry
 
     registry = CollectorRegistry()
     registry.register(StatusCollector(path, namespace, task))
-    server, _thread = start_http_server(port, addr="127.0.0.1" if _local() else "0.0.0.0", registry=registry)
-    logger.info("metrics on port %d", port)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] == STATUS_PATH:
+                body, content_type = json.dumps(driver_status(path)).encode(), "application/json"
+            else:
+                body, content_type = generate_latest(registry), CONTENT_TYPE_LATEST
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # scrapes are not worth a log line each
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1" if _local() else "0.0.0.0", port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="federator-metrics", daemon=True).start()
+    logger.info("metrics on port %d", server.server_port)
     return server
+
+
+def read_sibling(status_path: str, name: str) -> dict[str, Any]:
+    """A file the driver writes beside the status file (``lag.json``, ``translation.json``)."""
+    return read_status(str(Path(status_path).parent / name))
+
+
+def driver_status(status_path: str) -> dict[str, Any]:
+    """The status file, with ``lag`` and ``translation`` when the driver measured them."""
+    status = read_status(status_path)
+    for key, name in (("lag", LAG_FILE), ("translation", TRANSLATION_FILE)):
+        found = read_sibling(status_path, name)
+        if found:
+            status[key] = found
+    return status
 
 
 def _local() -> bool:

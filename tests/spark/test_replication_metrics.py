@@ -57,10 +57,21 @@ def test_prometheus_endpoint_serves_the_status_under_the_federator_names(tmp_pat
         reports=[report(3, {"eu": 2}, now - 1, now - 3, unrouted_dropped=1)],
         targets=["eu"],
     )
+    lag = {
+        "rpoSeconds": 7.5,
+        "partitions": {
+            "0": {"eventsBehind": 0, "secondsBehind": 0.0},
+            "1": {"eventsBehind": 12, "secondsBehind": 7.5},
+        },
+    }
+    (tmp_path / "lag.json").write_text(json.dumps(lag))
     server = metrics.serve(0, path, "prod", "orders")
+    base = f"http://127.0.0.1:{server.server_port}"
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/metrics", timeout=5) as response:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as response:
             text = response.read().decode()
+        with urllib.request.urlopen(f"{base}/status", timeout=5) as response:
+            status = json.loads(response.read())
     finally:
         server.shutdown()
         server.server_close()
@@ -68,5 +79,11 @@ def test_prometheus_endpoint_serves_the_status_under_the_federator_names(tmp_pat
     assert 'federator_events_replicated_total{namespace="prod",target="eu",task="orders"} 2.0' in text
     assert 'federator_events_dead_lettered_total{namespace="prod",target="eu",task="orders"} 0.0' in text
     assert 'federator_events_dropped_total{namespace="prod",reason="unrouted",task="orders"} 1.0' in text
-    assert 'federator_replication_lag_seconds{namespace="prod",task="orders"}' in text
+    assert 'federator_replication_latency_seconds{namespace="prod",task="orders"}' in text
+    assert 'federator_replication_lag_events{namespace="prod",partition="1",task="orders"} 12.0' in text
+    assert 'federator_replication_lag_seconds{namespace="prod",partition="1",task="orders"} 7.5' in text
+    assert 'federator_replication_lag_seconds{namespace="prod",partition="0",task="orders"} 0.0' in text
+    assert 'federator_failover_rpo_seconds{namespace="prod",task="orders"} 7.5' in text
+    # What the operator reads into the task's status: the status file with the lag beside it.
+    assert status["targets"] == {"eu": {"eventsOut": 2, "deadLettered": 0}} and status["lag"] == lag
     assert 'federator_batch_duration_seconds{namespace="prod",task="orders"}' in text

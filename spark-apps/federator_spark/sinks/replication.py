@@ -56,6 +56,10 @@ class TaskReport(WriterCommitMessage):
     replay_skipped: int = 0
     batch_already_committed: bool = False
     last_enqueued: float | None = None
+    # The last event of the partition read (written, skipped or dropped alike): the replication lag's
+    # position in the source partition.
+    handled_sequence: int | None = None
+    handled_enqueued: float | None = None
     following: dict[str, Any] | None = None  # what the task handled, when the source follows a group
 
     @property
@@ -232,6 +236,7 @@ class ReplicationWriter(DataSourceStreamWriter):
         task: _Task | None = None
         scope: TaskScope | None = None
         follower: following.Follower | None = None
+        event: Event | None = None
         try:
             for event in events:
                 if task is None:  # the first event names the source partition
@@ -250,6 +255,9 @@ class ReplicationWriter(DataSourceStreamWriter):
                 scope.published()  # stateful editors save this batch's state only now
             if follower is not None:
                 report.following = follower.report()
+            if event is not None:
+                report.handled_sequence = event.sequence_number
+                report.handled_enqueued = event.enqueued_time.timestamp()
         finally:
             if task is not None:
                 for publisher in task.publishers.values():

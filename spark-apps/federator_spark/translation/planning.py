@@ -14,7 +14,7 @@ from federator_spark.translation.translator import TranslationPlan
 STATE_DIR = "federator/translation"  # under the query's checkpoint location: the index names the target
 
 
-def translation_plan(config: TaskConfig) -> TranslationPlan | None:
+def translation_plan(config: TaskConfig, report_file: str | None = None) -> TranslationPlan | None:
     spec = config.spec
     translation = spec.checkpoint_translation
     if translation is None:
@@ -59,6 +59,7 @@ def translation_plan(config: TaskConfig) -> TranslationPlan | None:
         target_store=target_store,
         interval_seconds=translation.interval_seconds,
         state_dir=str(local_path(config.query_checkpoint_location) / STATE_DIR),
+        report_file=report_file,
     )
 
 

@@ -69,6 +69,7 @@ class TranslationPlan:
     target_store: BlobLocation
     interval_seconds: float
     state_dir: str
+    report_file: str | None = None  # the last cycle, beside the status file (`/status` of the driver)
 
     def group(self, side: ConsumerGroupRef, name: str) -> ConsumerGroupRef:
         return ConsumerGroupRef(side.fully_qualified_namespace, side.event_hub, name)
