@@ -15,6 +15,7 @@ from types import FrameType
 
 from pyspark.sql import SparkSession
 
+from federator_contract.driverstatus import TRANSLATION_FILE
 from federator_contract.taskconfig import TaskConfig
 from federator_spark import metrics, pipeline
 from federator_spark.config import load_task_config, local_path
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         server = metrics.serve(config.metrics_port, plan.status_file, config.namespace, config.name)
     query = pipeline.start(spark, config, available_now=args.available_now)
     monitor = lag_monitor(config, plan.status_file)
-    translation = translation_plan(config, _beside(plan.status_file, metrics.TRANSLATION_FILE))
+    translation = translation_plan(config, _beside(plan.status_file, TRANSLATION_FILE))
     translator = Translator(translation) if translation is not None else None
     for worker in (monitor, translator):
         if worker is not None:

@@ -25,10 +25,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from federator_contract.driverstatus import LAG_FILE
 from federator_contract.files import write_atomically
 from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement
-from federator_spark.metrics import LAG_FILE, iso_epoch
+from federator_spark.metrics import iso_epoch
 
 logger = logging.getLogger(__name__)
 

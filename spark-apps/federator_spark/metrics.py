@@ -17,14 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from federator_contract.driverstatus import LAG_FILE, STATUS_PATH, TRANSLATION_FILE
 from federator_contract.files import write_atomically
 from federator_spark.events import iso
 
 logger = logging.getLogger(__name__)
 
-LAG_FILE = "lag.json"  # written by the driver's lag monitor (lag.py)
-TRANSLATION_FILE = "translation.json"  # written by the driver's checkpoint translator
-STATUS_PATH = "/status"
 
 
 def read_status(path: str) -> dict[str, Any]:

@@ -93,7 +93,11 @@ def test_lag_and_active_member_are_printer_columns() -> None:
         k.kind: {c["name"]: c for c in crd(k)["spec"]["versions"][0]["additionalPrinterColumns"]}
         for k in KINDS
     }
-    assert by_kind["ReplicationTask"]["Lag"]["jsonPath"] == ".status.replicationLagSeconds"
+    # The worst source partition: `kubectl get rt` shows how far behind, -o wide which partition and the RPO.
+    assert by_kind["ReplicationTask"]["Lag"]["jsonPath"] == ".status.lag.secondsBehind"
+    assert by_kind["ReplicationTask"]["Behind"]["jsonPath"] == ".status.lag.eventsBehind"
+    assert by_kind["ReplicationTask"]["Worst"]["jsonPath"] == ".status.lag.worstPartition"
+    assert by_kind["ReplicationTask"]["RPO"]["jsonPath"] == ".status.lag.rpoSeconds"
     assert by_kind["FailoverGroup"]["Producers"]["jsonPath"] == ".status.producerMember"
     assert by_kind["FailoverGroup"]["Consumers"]["jsonPath"] == ".status.consumerMember"
     assert by_kind["ServiceBusMirror"]["Pattern"]["jsonPath"] == ".spec.pattern"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from plugin_helpers import Plugin
-from plugin_seeds import seed_topology
+from plugin_seeds import create, plain_task, ready, seed_topology, task_status
 
 from federator.kubectl.kubeconfig import KubeconfigError, load
 from support.kube import KubeServer
@@ -41,6 +41,36 @@ def test_lag_is_sorted_worst_first(kube: KubeServer, federator: Plugin) -> None:
     assert table[0].split()[:4] == ["TASK", "PARTITION", "LAG", "EVENTS"]
     assert [line.split()[0] for line in table[1:]] == ["slow", "archive", "billing-west-east", "broken"]
     assert table[1].split()[2] == "95.0s" and "SecretNotFound" in table[4]
+
+
+def test_lag_has_a_row_per_source_partition_when_the_status_carries_them(
+    kube: KubeServer, federator: Plugin
+) -> None:
+    partitions = [
+        {"partition": "0", "eventsBehind": 0, "secondsBehind": 0.0},
+        {"partition": "1", "eventsBehind": 40, "secondsBehind": 12.5},
+        {"partition": "2", "eventsBehind": 3, "secondsBehind": 1.0},
+    ]
+    lag = {
+        "eventsBehind": 43,
+        "secondsBehind": 12.5,
+        "rpoSeconds": 12.5,
+        "worstPartition": "1",
+        "partitions": partitions,
+    }
+    create(kube, plain_task("orders"), {**task_status(0.4, 500, ready("Running")), "lag": lag})
+    rows = json.loads(federator("lag", "-o", "json").stdout)
+    assert [(r["partition"], r["secondsBehind"], r["eventsBehind"]) for r in rows] == [
+        ("1", 12.5, 40),
+        ("2", 1.0, 3),
+        ("0", 0.0, 0),
+    ]
+    table = federator("lag").stdout.splitlines()
+    assert [line.split()[:4] for line in table[1:]] == [
+        ["orders", "1", "12.5s", "40"],
+        ["orders", "2", "1.0s", "3"],
+        ["orders", "0", "0.0s", "0"],
+    ]
 
 
 def test_graph_draws_what_the_cluster_holds(kube: KubeServer, kubectl, federator: Plugin) -> None:  # type: ignore[no-untyped-def]

@@ -25,7 +25,8 @@ from federator_contract.api.base import (
     list_map,
 )
 from federator_contract.api.editors import Editor
-from federator_contract.api.translation import CheckpointTranslation
+from federator_contract.api.lag import ReplicationLag
+from federator_contract.api.translation import CheckpointTranslation, CheckpointTranslationStatus
 
 # ----------------------------------------------------------------------------------------------- source
 
@@ -395,4 +396,9 @@ class ReplicationTaskStatus(FedModel):
     events_dead_lettered: Annotated[int, Field(ge=0)] | None = None
     """Events sent to the dead-letter target."""
     replication_lag_seconds: float | None = None
-    """Now minus the source enqueue time of the last event written."""
+    """Now minus the source enqueue time of the last event written, at the last batch (latency)."""
+    lag: ReplicationLag | None = None
+    """Events and seconds behind per source partition, and the RPO of a failover now (Event Hubs
+    sources)."""
+    checkpoint_translation: CheckpointTranslationStatus | None = None
+    """The last checkpoint translation (`spec.checkpointTranslation`)."""

@@ -3,11 +3,12 @@ carries from its source event hub to its target (docs/patterns/failover.md, "Wha
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from pydantic import ConfigDict, Field, StringConstraints
 
-from federator_contract.api.base import DnsLabel, FedModel, SecretKeySelector, cel, exactly_one
+from federator_contract.api.base import DnsLabel, FedModel, SecretKeySelector, cel, exactly_one, list_map
 
 ConsumerGroupName = Annotated[
     str,
@@ -104,3 +105,27 @@ class CheckpointTranslation(FedModel):
     index_consumer_group: ConsumerGroupName = "$Default"
     """The consumer group on the target through which the translation reads the copies (it keeps one
     receiver per partition open). Default: `$Default`."""
+
+
+class TranslatedGroup(FedModel):
+    """The last translation of one consumer group."""
+
+    consumer_group: ConsumerGroupName
+    """The consumer group."""
+    source_checkpoints: Annotated[int, Field(ge=0)] = 0
+    """Source partitions the group has checkpoints for (0: nothing to translate yet)."""
+    partitions_written: Annotated[int, Field(ge=0)] = 0
+    """Target checkpoints written in the last cycle (only those that moved are written)."""
+    partitions_left_to_consumers: Annotated[int, Field(ge=0)] = 0
+    """Target partitions left alone: a consumer reads or checkpointed them on the target."""
+
+
+class CheckpointTranslationStatus(FedModel):
+    """What the replication app's translator did last."""
+
+    last_cycle_time: datetime | None = None
+    """When its last cycle ended."""
+    consumer_groups: Annotated[
+        list[TranslatedGroup], Field(max_length=32, json_schema_extra=list_map("consumerGroup"))
+    ] = []
+    """Per consumer group."""

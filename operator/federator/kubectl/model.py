@@ -110,7 +110,7 @@ def worst_first(objects: list[Obj]) -> list[Obj]:
 
 @dataclass(frozen=True)
 class Lag:
-    """How far one task (or, once the status carries them, one source partition) is behind."""
+    """How far one source partition of a task (or the task as a whole) is behind."""
 
     partition: str | None
     """None: the task as a whole."""
@@ -130,17 +130,31 @@ class Lag:
 
 
 def lag_of(task: Obj) -> list[Lag]:
-    """The one place that reads lag from a ReplicationTask's status. Today the status has task-wide
-    figures only: `replicationLagSeconds`, `eventsReplicated`, `lastBatchTime`; no events-behind count.
-    Per-partition figures, when the status carries them, become one row each here."""
+    """The one place that reads lag from a ReplicationTask's status: a row per source partition when the
+    status carries them (`status.lag.partitions`, Event Hubs sources), else one row for the task with the
+    latency of its last batch (`replicationLagSeconds`)."""
     status = status_of(task)
+    replicated = _integer(status.get("eventsReplicated"))
+    last_batch = status.get("lastBatchTime")
+    partitions = (status.get("lag") or {}).get("partitions") or []
+    if partitions:
+        return [
+            Lag(
+                partition=str(p.get("partition")),
+                seconds_behind=_number(p.get("secondsBehind")),
+                events_behind=_integer(p.get("eventsBehind")),
+                events_replicated=replicated,
+                last_batch_time=last_batch,
+            )
+            for p in partitions
+        ]
     return [
         Lag(
             partition=None,
             seconds_behind=_number(status.get("replicationLagSeconds")),
             events_behind=None,
-            events_replicated=_integer(status.get("eventsReplicated")),
-            last_batch_time=status.get("lastBatchTime"),
+            events_replicated=replicated,
+            last_batch_time=last_batch,
         )
     ]
 

@@ -10,6 +10,7 @@ from federator.apply.children import Outcome, ensure
 from federator.failover.runtime import FailoverRuntime
 from federator.failover.tasks import member_switch, read_followed_groups, source_reachable
 from federator.kube.client import CONFIGMAPS, SECRETS, KubeClient, ResourceRef
+from federator.observe.driver import driver_status_fields
 from federator.observe.sparkapps import SparkObservation, camel, observe
 from federator.planning.errors import PlanningError
 from federator.planning.following import resolve_following
@@ -104,6 +105,10 @@ async def _pass(
         },
         "activeSourceMember": following.source_member,
     }
+    if observation.phase == "Running":  # counts, lag per partition and translation, from the driver
+        result.status_fields.update(
+            await driver_status_fields(client, meta["namespace"], meta["name"], settings.app_metrics_port)
+        )
     if failover is not None:
         result.condition_updates.append(
             await source_reachable(client, failover, meta["namespace"], following.spec)
