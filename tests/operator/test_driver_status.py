@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from test_replicationtask_operator import APPS, NS, RT, SECRETS, get, secret, task
 
 from federator.crds.generate import crd
 from federator.settings import OperatorSettings
@@ -16,7 +17,6 @@ from federator_contract.api.kinds import REPLICATION_TASK
 from federator_spark import metrics
 from support.kube import KubeServer
 from support.polling import eventually
-from test_replicationtask_operator import APPS, NS, RT, SECRETS, get, secret, task
 
 PODS = f"/api/v1/namespaces/{NS}/pods"
 CRD = crd(REPLICATION_TASK)
