@@ -128,3 +128,24 @@ def test_settings_come_from_the_environment_and_bad_values_name_the_variable() -
         OperatorSettings.from_env({"FEDERATOR_LAUNCHER": "yarn"})
     with pytest.raises(ValueError, match="FEDERATOR_APP_METRICS_PORT='many'"):
         OperatorSettings.from_env({"FEDERATOR_APP_METRICS_PORT": "many"})
+
+
+def test_a_checkpoint_store_in_azurite_is_refused_in_a_cluster_and_a_secret_one_is_mounted() -> None:
+    name, namespace, spec = _cluster_task()
+    store = {"containerName": "checkpoints", "connection": {"emulator": {}}}
+    translation = {"consumerGroups": ["orders-app"], "checkpointStore": store}
+    local = ReplicationTaskSpec.model_validate(
+        {**spec.model_dump(by_alias=True), "checkpointTranslation": translation}
+    )
+    with pytest.raises(PlanningError) as caught:
+        plan_replication_task(name=name, namespace=namespace, spec=local, settings=OperatorSettings())
+    assert caught.value.reason == "EmulatorOnlyInLocalMode"
+    assert "spec.checkpointTranslation.checkpointStore connection" in caught.value.message
+
+    store["connection"] = {"secretRef": {"name": "orders-storage"}}
+    cluster = ReplicationTaskSpec.model_validate(
+        {**spec.model_dump(by_alias=True), "checkpointTranslation": translation}
+    )
+    plan = plan_replication_task(name=name, namespace=namespace, spec=cluster, settings=OperatorSettings())
+    assert "orders-storage/connectionString" in plan.task_config.secret_env
+    assert any(b.secret_name == "orders-storage" for b in plan.spark_app.secrets)

@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from federator_contract.api.base import (
     QUEUE_OR_SUBSCRIPTION_RULES,
@@ -365,6 +365,20 @@ class ReplicationTaskSpec(FedModel):
     """Spark settings."""
     checkpoint_translation: CheckpointTranslation | None = None
     """Carry application consumer groups' checkpoints to the target (Event Hubs to Event Hubs)."""
+
+    @model_validator(mode="after")
+    def _translation_target(self) -> ReplicationTaskSpec:
+        translation = self.checkpoint_translation
+        if translation is None:
+            return self
+        hubs = [t.name for t in self.targets if t.event_hub is not None]
+        if translation.target is not None and translation.target not in hubs:
+            raise ValueError(
+                f"checkpointTranslation.target {translation.target!r} is not an event hub target {hubs}"
+            )
+        if translation.target is None and len(hubs) != 1:
+            raise ValueError(f"checkpointTranslation.target must name one of the event hub targets {hubs}")
+        return self
 
 
 class SparkApplicationStatus(FedModel):

@@ -262,4 +262,12 @@ def _connections(spec: ReplicationTaskSpec) -> list[tuple[str, FedModel]]:
         hub_or_bus = endpoint.event_hub or endpoint.service_bus
         if hub_or_bus is not None:
             found.append((f"{path} connection", hub_or_bus.connection))
+    translation = spec.checkpoint_translation
+    if translation is not None:
+        found.append(
+            ("spec.checkpointTranslation.checkpointStore connection", translation.checkpoint_store.connection)
+        )
+        if translation.target_checkpoint_store is not None:
+            store = translation.target_checkpoint_store
+            found.append(("spec.checkpointTranslation.targetCheckpointStore connection", store.connection))
     return found
