@@ -17,7 +17,7 @@ from federator import reasons
 from federator.local.model import TaskRun
 from federator.local.observe import LogWatch, TaskRow, app_row, read_status
 from federator.local.plan import with_emulator_connections
-from federator.local.state import StateDir
+from federator.local.state import AZURITE_CONNECTION, StateDir
 from federator.local.supervisor import ManagedProcess, spawn
 from federator_contract.applog import failed_marker, started_marker
 from federator_contract.files import write_atomically
@@ -78,7 +78,8 @@ def launch(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
         config_path = state.task_config(task.namespace, task.name)
-        write_atomically(config_path, with_emulator_connections(task, connections).to_json())
+        config = with_emulator_connections(task, connections, ready.get(AZURITE_CONNECTION))
+        write_atomically(config_path, config.to_json())
         configs.append(config_path)
     first = tasks[0]
     if first.mirror is None:

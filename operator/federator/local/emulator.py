@@ -81,7 +81,25 @@ def endpoint_uses(spec: ReplicationTaskSpec) -> list[EndpointUse]:
             kind: EntityKind = "queue" if target_bus.queue_name is not None else "topic"
             name = target_bus.queue_name or str(target_bus.topic_name)
             uses.append(EndpointUse(path, target_bus.connection, kind, name, duplicate_detection=dedupe))
-    return uses
+    return uses + translation_uses(spec)
+
+
+def translation_uses(spec: ReplicationTaskSpec) -> list[EndpointUse]:
+    """The applications' consumer groups a checkpoint translation carries over exist on both hubs; the
+    translator reads the target through its index consumer group."""
+    translation, source = spec.checkpoint_translation, spec.source.event_hub
+    if translation is None or source is None:
+        return []
+    named = translation.target
+    targets = [t.event_hub for t in spec.targets if t.event_hub is not None and t.name == (named or t.name)]
+    if len(targets) != 1 or (target := targets[0]) is None:
+        return []  # validation names the problem
+    path, groups = "spec.checkpointTranslation", translation.consumer_groups
+    uses = [EndpointUse(path, source.connection, "event hub", source.event_hub_name, g) for g in groups]
+    return uses + [
+        EndpointUse(path, target.connection, "event hub", target.event_hub_name, g)
+        for g in [*groups, translation.index_consumer_group]
+    ]
 
 
 def group_uses(spec: FailoverGroupSpec) -> list[EndpointUse]:

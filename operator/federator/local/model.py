@@ -139,6 +139,9 @@ class LocalPlan:
     following: list[FollowingTask] = field(default_factory=list)
     emulator: EmulatorConfig | None = None
     """The emulator to start (ports still 0 unless declared); None when nothing uses it."""
+    azurite_tasks: set[str] = field(default_factory=set)
+    """Tasks (`<namespace>/<name>`) whose checkpoint translation keeps a store in Azurite, which the run
+    starts for them."""
 
     @property
     def failed(self) -> bool:

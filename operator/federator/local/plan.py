@@ -87,6 +87,8 @@ def plan_local_run(
                 continue
             seen.add(f"{namespace}/{name}")
             spec = ReplicationTaskSpec.model_validate(manifest.body["spec"])
+            if needs_azurite(spec):
+                plan.azurite_tasks.add(f"{namespace}/{name}")
             if followed_groups(spec):
                 following.append((manifest, doc.label, spec))  # once every group is known
                 continue
@@ -272,8 +274,23 @@ def _variants(groups: list[GroupRun]) -> Iterator[dict[str, Mapping[str, Any] | 
             yield {**start, group.name: at(group, member.name)}
 
 
-def with_emulator_connections(task: TaskRun, connection_strings: Mapping[str, str]) -> TaskConfig:
-    """The task config to write once the emulator runs: `emulatorConnections` for its namespaces."""
-    return task.task_config.model_copy(
-        update={"emulator_connections": {ns: connection_strings[ns] for ns in task.emulator_namespaces}}
-    )
+def with_emulator_connections(
+    task: TaskRun, connection_strings: Mapping[str, str], blob_connection: str | None = None
+) -> TaskConfig:
+    """The task config to write once the emulator runs: `emulatorConnections` for its namespaces, and
+    Azurite's connection string when a checkpoint store is there."""
+    update: dict[str, object] = {
+        "emulator_connections": {ns: connection_strings[ns] for ns in task.emulator_namespaces}
+    }
+    if needs_azurite(task.task_config.spec):
+        update["emulator_blob_connection"] = blob_connection
+    return task.task_config.model_copy(update=update)
+
+
+def needs_azurite(spec: ReplicationTaskSpec) -> bool:
+    """Whether a checkpoint store of the task's translation is Azurite (`emulator: {}`)."""
+    translation = spec.checkpoint_translation
+    if translation is None:
+        return False
+    stores = [translation.checkpoint_store, translation.target_checkpoint_store]
+    return any(store is not None and store.connection.emulator is not None for store in stores)

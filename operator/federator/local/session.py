@@ -20,13 +20,14 @@ import yaml
 
 from federator import reasons
 from federator.local.apps import SparkApp, launch
+from federator.local.azurite import AzuriteNotFound, RunningAzurite, start_azurite
 from federator.local.controller import Controller
 from federator.local.emulator import with_ports
 from federator.local.groups import group_row
 from federator.local.mirrors import mirror_row
 from federator.local.model import BlockedTask, FollowingTask, LocalPlan, TaskRun
 from federator.local.observe import TaskRow, blocked_row
-from federator.local.state import StateDir
+from federator.local.state import AZURITE_CONNECTION, StateDir
 from federator.local.supervisor import ManagedProcess, spawn, stop_all
 from federator_contract.files import write_atomically
 
@@ -69,6 +70,7 @@ class LocalSession:
         """Following tasks that cannot run with what their groups publish now."""
         self._followed: dict[str, tuple[int, ...]] = {}
         self.controller: Controller | None = None
+        self.azurite: RunningAzurite | None = None
 
     # ------------------------------------------------------------------------------------------- start
 
@@ -90,6 +92,7 @@ class LocalSession:
                 return
         if stop.is_set():
             return
+        self._start_azurite()
         if self.plan.mirrors or self.plan.groups:
             self.controller = Controller(self.plan.mirrors, self.plan.groups, self.state, self.ready)
             self.controller.start()
@@ -145,6 +148,31 @@ class LocalSession:
         elif outcome.followed_members != app.tasks[0].followed_members:
             members = ", ".join(sorted(outcome.followed_members.values()))
             self._restart(app, [outcome], f"a followed group switched to {members}")
+
+    def _start_azurite(self) -> None:
+        """Azurite, when a task keeps its checkpoint translation's store there; the tasks that need it
+        cannot run without it."""
+        needing = self.plan.azurite_tasks
+        if not needing:
+            return
+        try:
+            self.azurite = start_azurite(self.state.root / "azurite")
+        except (AzuriteNotFound, RuntimeError, OSError) as error:
+            waiting: list[TaskRun | FollowingTask] = [*self.pending, *self.following]
+            cannot = [t for t in waiting if t.key in needing]
+            self.blocked += [
+                BlockedTask(t.namespace, t.name, t.label, reasons.EMULATOR_FAILED, f"Azurite: {error}")
+                for t in cannot
+            ]
+            self.pending = [t for t in self.pending if t.key not in needing]
+            self.following = [t for t in self.following if t.key not in needing]
+            return
+        self.ready[AZURITE_CONNECTION] = self.azurite.connection_string()
+        document = {
+            "connectionString": self.azurite.connection_string(),
+            "blobEndpoint": self.azurite.blob_endpoint,
+        }
+        write_atomically(self.state.azurite_ready, json.dumps(document, indent=2) + "\n")
 
     def _start_emulator(self, stop: threading.Event) -> str | None:
         """Start it and wait for its ready file; the failure message, or None once it serves (or when
@@ -228,6 +256,9 @@ class LocalSession:
         if self.emulator is not None:
             stop_all([self.emulator], EMULATOR_GRACE_SECONDS, hurry)
             self.state.emulator_ready.unlink(missing_ok=True)  # it names ports nobody serves now
+        if self.azurite is not None:
+            self.azurite.stop()
+            self.state.azurite_ready.unlink(missing_ok=True)
 
 
 def _last_line(path: Path) -> str:

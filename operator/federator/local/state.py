@@ -16,6 +16,8 @@
 <state>/groups/<namespace>/<name>/endpoints.json  what the group publishes (the ConfigMap's keys)
 <state>/groups/<namespace>/<name>/status.json     the group's status, as the operator would write it
 <state>/groups/<namespace>/<name>/events.log      its Events (switches, unhealthy members)
+<state>/azurite/                              Azurite's blobs (checkpoint stores `emulator: {}`)
+<state>/azurite/ready.json                    its connection string while it runs
 ```
 
 Ports are kept because events carry their source's identity (`<host:port>/<hub>/<partition>/<seq>`):
@@ -33,6 +35,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from federator_contract.files import write_atomically
+
+AZURITE_CONNECTION = "azuriteConnectionString"
+"""Key of the run's ready details holding Azurite's connection string (while it runs)."""
 
 
 class StateDirBusy(RuntimeError):
@@ -82,6 +87,10 @@ class StateDir:
     @property
     def emulator_ready(self) -> Path:
         return self.emulator_dir / "ready.json"
+
+    @property
+    def azurite_ready(self) -> Path:
+        return self.root / "azurite" / "ready.json"
 
     @property
     def emulator_data(self) -> Path:
