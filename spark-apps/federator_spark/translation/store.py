@@ -6,6 +6,7 @@ Every request is counted (:class:`Counts`): the translation's cost per cycle is 
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,6 +19,9 @@ from federator_spark.translation.layout import (
     checkpoint_metadata,
     partition_of,
 )
+
+# The storage SDK logs every request and response at INFO: a line per blob call, every cycle.
+logging.getLogger("azure.core.pipeline.policies.http_logging_policy").setLevel(logging.WARNING)
 
 
 @dataclass(frozen=True)
@@ -114,8 +118,14 @@ class CheckpointBlobs:
         return _etag(result["etag"])
 
     def _list(self, prefix: str) -> list[Any]:
+        """The blobs under ``prefix``; none while the container does not exist (the consumers create it)."""
+        from azure.core.exceptions import ResourceNotFoundError
+
         self.counts.lists += 1
-        return list(self._container.list_blobs(name_starts_with=prefix, include=["metadata"]))
+        try:
+            return list(self._container.list_blobs(name_starts_with=prefix, include=["metadata"]))
+        except ResourceNotFoundError:
+            return []
 
     def close(self) -> None:
         self._container.close()

@@ -361,9 +361,10 @@ class Translator:
             write_atomically(self.state / "index" / f"{partition}.json", json.dumps(index.to_json()))
         handoffs = {g: {p: asdict(h) for p, h in parts.items()} for g, parts in self._handoffs.items()}
         write_atomically(self.state / "handoffs.json", json.dumps(handoffs, sort_keys=True))
-        write_atomically(
-            self.state / "last-cycle.json", json.dumps(report.to_json(), indent=2, sort_keys=True)
-        )
+        text = json.dumps(report.to_json(), indent=2, sort_keys=True)
+        write_atomically(self.state / "last-cycle.json", text)
+        if self.plan.report_file is not None:
+            write_atomically(Path(self.plan.report_file), text)
 
 
 class _Counted:
