@@ -15,7 +15,10 @@ from support.resources import ROOT
 DASHBOARD = CHART / "dashboards" / "federator.json"
 # The metric contract (docs/observability.md): name -> labels. Histograms add _bucket/_sum/_count and `le`.
 METRICS: dict[str, set[str]] = {
-    "federator_replication_lag_seconds": {"namespace", "task"},
+    "federator_replication_lag_seconds": {"namespace", "task", "partition"},
+    "federator_replication_lag_events": {"namespace", "task", "partition"},
+    "federator_failover_rpo_seconds": {"namespace", "task"},
+    "federator_replication_latency_seconds": {"namespace", "task"},
     "federator_events_replicated_total": {"namespace", "task", "target"},
     "federator_events_dead_lettered_total": {"namespace", "task", "target"},
     "federator_events_dropped_total": {"namespace", "task", "reason"},
