@@ -125,6 +125,19 @@ class Publishing(FedModel):
     """Optional DNS records."""
 
 
+class Switching(FedModel):
+    """How a requested switch (a change of `activeMember`) is carried out."""
+
+    planned: bool = False
+    """`true`: a planned switch waits until the ReplicationTasks copying from the producers' member to the
+    new one have nothing left to copy (their lag in status is 0 events), so that nothing is left behind;
+    after `plannedTimeoutSeconds` it switches anyway and says what it leaves (status `lastSwitchLoss`,
+    Event `SwitchLoss`). `false`: switches at once (forced), recording the estimated loss the same way.
+    An automatic failover is always forced. Default: false."""
+    planned_timeout_seconds: Annotated[int, Field(ge=0, le=86400)] = 300
+    """How long a planned switch waits for the replication to catch up. Default: 300."""
+
+
 class FailoverGroupSpec(FedModel):
     """Desired state of a FailoverGroup."""
 
@@ -169,6 +182,8 @@ class FailoverGroupSpec(FedModel):
     """Failback sequencing."""
     publishing: Publishing = Publishing()
     """Where the active endpoints are published."""
+    switching: Switching = Switching()
+    """Planned or forced switches."""
 
 
 class ProbeResult(FedModel):
@@ -184,6 +199,43 @@ class ProbeResult(FedModel):
     """When the member was last probed."""
     message: str = ""
     """Error of the last failed probe."""
+
+
+class PendingSwitch(FedModel):
+    """A planned switch not made yet."""
+
+    member: str
+    """The member asked for."""
+    since: datetime
+    """When the switch was asked for (it is forced `plannedTimeoutSeconds` later)."""
+
+
+class SwitchLoss(FedModel):
+    """The estimated loss of a switch: events not replicated yet to the member switched to."""
+
+    member: str
+    """The member switched to."""
+    time: datetime
+    """When."""
+    events_behind: Annotated[int, Field(ge=0)] | None = None
+    """Events at the member left that were not copied yet (unset: unknown)."""
+    rpo_seconds: Annotated[float, Field(ge=0)] | None = None
+    """Their enqueue-time span."""
+    tasks: Annotated[list[str], Field(max_length=64)] = []
+    """The ReplicationTasks that were behind."""
+
+
+class MemberReplication(FedModel):
+    """What the ReplicationTasks copying from the producers' member to one other member have left."""
+
+    member: str
+    """The member copied to."""
+    tasks: Annotated[list[str], Field(max_length=64)] = []
+    """ReplicationTasks copying to it from the producers' member."""
+    events_behind: Annotated[int, Field(ge=0)] | None = None
+    """Events not copied yet (unset: a task has not measured its lag yet)."""
+    rpo_seconds: Annotated[float, Field(ge=0)] | None = None
+    """What a failover to this member now would leave behind, in seconds of enqueue time."""
 
 
 class FailoverGroupStatus(FedModel):
@@ -213,3 +265,13 @@ class FailoverGroupStatus(FedModel):
     """While failing back: drain entities of the consumers' member that still hold messages."""
     probes: Annotated[list[ProbeResult], Field(max_length=8)] = []
     """Latest probe per member."""
+    pending_switch: PendingSwitch | None = None
+    """A planned switch waiting for the replication to the new member to catch up."""
+    last_switch_loss: SwitchLoss | None = None
+    """What the last switch left behind, estimated from the lag of the ReplicationTasks copying to the new
+    member (none when it left nothing)."""
+    replication: Annotated[
+        list[MemberReplication], Field(max_length=8, json_schema_extra=list_map("member"))
+    ] = []
+    """Per member other than the producers' one: what the ReplicationTasks copying to it have left to copy
+    (the `LosslessFailover` condition sums it up)."""

@@ -5,6 +5,7 @@ and `FailedOver`, which says where the group is and how to get back."""
 from __future__ import annotations
 
 from federator import reasons
+from federator.failover.replication import Replication, lossless_condition
 from federator.failover.state import GroupState
 from federator.status import conditions as cond
 from federator.status.conditions import ConditionUpdate
@@ -13,9 +14,13 @@ from federator_contract.api.failovergroup import FailoverGroupSpec
 FAILED_OVER = "FailedOver"
 
 
-def assess(spec: FailoverGroupSpec, state: GroupState) -> list[ConditionUpdate]:
-    """The conditions once the endpoints are published (publishing failures are the caller's to report)."""
-    return [*_triad(spec, state), failed_over(spec, state)]
+def assess(
+    spec: FailoverGroupSpec, state: GroupState, replication: Replication | None = None
+) -> list[ConditionUpdate]:
+    """The conditions once the endpoints are published (publishing failures are the caller's to report);
+    with `replication`, also whether a planned failover now would lose anything."""
+    lossless = [lossless_condition(state.producer, replication)] if replication is not None else []
+    return [*_triad(spec, state), failed_over(spec, state), *lossless]
 
 
 def _triad(spec: FailoverGroupSpec, state: GroupState) -> list[ConditionUpdate]:

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from federator.failover.connections import MemberConnection
 from federator.failover.probes import EntityRef, Prober, describe
+from federator.failover.replication import Replication
 from federator.failover.state import Drain, GroupState, Step, step
 from federator_contract.api.failovergroup import FailoverGroupSpec
 
@@ -20,13 +21,16 @@ async def probe_and_step(
     state: GroupState,
     connections: Mapping[str, MemberConnection],
     now: datetime,
+    replication: Replication | None = None,
 ) -> Step:
-    """One round: every member's probe and the drain check run concurrently, then the machine steps."""
+    """One round: every member's probe and the drain check run concurrently, then the machine steps
+    (`replication`: what the tasks copying between the members have left, for planned switches)."""
     timeout = spec.probe.timeout_seconds
     entity = probe_entity(spec)
     probes = asyncio.gather(*(prober.probe(connections[m.name], entity, timeout) for m in spec.members))
     outcomes, drain = await asyncio.gather(probes, drain_check(prober, spec, state, connections))
-    return step(spec, state, dict(zip([m.name for m in spec.members], outcomes, strict=True)), drain, now)
+    results = dict(zip([m.name for m in spec.members], outcomes, strict=True))
+    return step(spec, state, results, drain, now, replication)
 
 
 def probe_entity(spec: FailoverGroupSpec) -> EntityRef:

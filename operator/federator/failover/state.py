@@ -20,13 +20,23 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from federator.failover.replication import Replication
 from federator.status.conditions import timestamp
 from federator.status.events import Note
 from federator_contract.api.failovergroup import FailoverGroupSpec
 
 Phase = Literal["Normal", "FailedOver", "FailingBack"]
 Roles = Literal["producers", "consumers", "both"]
-Cause = Literal["initial", "failover", "requested", "drained", "drainTimeout", "memberRemoved"]
+Cause = Literal[
+    "initial",
+    "failover",
+    "requested",
+    "planned",
+    "plannedTimeout",
+    "drained",
+    "drainTimeout",
+    "memberRemoved",
+]
 
 # While nothing changes, probe results are written at most this often (status writes cost the API server
 # and wake every watcher); any change of health is written at once.
@@ -90,6 +100,11 @@ class GroupState:
     """`spec.activeMember` as last acted on ("" when unset); None before the first pass."""
     drain_pending: tuple[str, ...] = ()
     health: Mapping[str, MemberHealth] = field(default_factory=dict)
+    pending_switch: str | None = None
+    """A planned switch to this member waits for the replication to it to catch up (since `pending_since`)."""
+    pending_since: datetime | None = None
+    last_loss: Mapping[str, Any] | None = None
+    """`status.lastSwitchLoss` as written."""
 
     @classmethod
     def from_status(cls, status: Mapping[str, Any] | None) -> GroupState:
@@ -115,6 +130,9 @@ class GroupState:
             requested=status.get("requestedMember"),
             drain_pending=tuple(status.get("drainPending") or ()),
             health=health,
+            pending_switch=(status.get("pendingSwitch") or {}).get("member"),
+            pending_since=_time((status.get("pendingSwitch") or {}).get("since")),
+            last_loss=status.get("lastSwitchLoss"),
         )
 
     def status_fields(self) -> dict[str, Any]:
@@ -129,6 +147,10 @@ class GroupState:
             "requestedMember": self.requested,
             "drainPending": list(self.drain_pending),
             "probes": [h.to_status() for h in self.health.values()],
+            "pendingSwitch": {"member": self.pending_switch, "since": _stamp(self.pending_since)}
+            if self.pending_switch is not None
+            else None,
+            "lastSwitchLoss": dict(self.last_loss) if self.last_loss is not None else None,
         }
 
 
@@ -155,10 +177,13 @@ def step(
     probes: Mapping[str, ProbeOutcome],
     drain: Drain | None,
     now: datetime,
+    replication: Replication | None = None,
 ) -> Step:
     """One round. `probes` has this round's outcome per member (members left out keep their record);
-    `drain` is the drain check of the consumers' member, None when there is nothing to check."""
-    machine = _Machine(spec, state, now)
+    `drain` is the drain check of the consumers' member, None when there is nothing to check;
+    `replication` what the tasks copying from the producers' member to the others have left (None: not
+    known this round, so a planned switch cannot wait for it)."""
+    machine = _Machine(spec, state, now, replication)
     machine.record_probes(probes)
     if state.phase is None:
         machine.start()
@@ -172,8 +197,10 @@ def step(
 
 
 class _Machine:
-    def __init__(self, spec: FailoverGroupSpec, state: GroupState, now: datetime) -> None:
-        self.spec, self.state, self.now = spec, state, now
+    def __init__(
+        self, spec: FailoverGroupSpec, state: GroupState, now: datetime, replication: Replication | None
+    ) -> None:
+        self.spec, self.state, self.now, self.replication = spec, state, now, replication
         self.names = [m.name for m in spec.members]
         self.wanted = spec.active_member or spec.primary_member
         self.switches: list[Switch] = []
@@ -224,15 +251,45 @@ class _Machine:
     def follow_request(self) -> bool:
         """Acts on `spec.activeMember`; True when it switched."""
         raw = self.spec.active_member or ""
-        if self.spec.mode == "automatic" and raw == self.state.requested:
+        waiting = self.state.pending_switch == self.wanted
+        if self.spec.mode == "automatic" and raw == self.state.requested and not waiting:
             return False
         if self.wanted == self.state.producer:
+            self.state = dataclasses.replace(self.state, pending_switch=None, pending_since=None)
             return False
+        cause = self._planned_cause()
+        if cause is None:
+            return False  # a planned switch waits for the replication to catch up
         if self.wanted == self.spec.primary_member and self.state.consumer != self.wanted:
-            self.move("producers", self.wanted, "requested")
+            self.move("producers", self.wanted, cause)
         else:
-            self.move("both", self.wanted, "requested")
+            self.move("both", self.wanted, cause)
         return True
+
+    def _planned_cause(self) -> Cause | None:
+        """`requested` for a forced switch; for a planned one `planned` once the tasks copying to the member
+        have nothing left, `plannedTimeout` when the wait is over, None while it lasts."""
+        copying = self.replication.get(self.wanted) if self.replication is not None else None
+        if not self.spec.switching.planned:
+            return "requested"
+        if copying is None or copying.caught_up:
+            return "planned"
+        since = self.state.pending_since if self.state.pending_switch == self.wanted else None
+        timeout = timedelta(seconds=self.spec.switching.planned_timeout_seconds)
+        if since is not None and self.now >= since + timeout:
+            return "plannedTimeout"
+        if since is None:
+            left = copying.describe() if copying.events_behind is not None else "lag not measured yet"
+            self.note(
+                "Normal",
+                "PlannedSwitchWaiting",
+                f"switching to member {self.wanted} once the replication to it has caught up ({left}); "
+                f"at most {self.spec.switching.planned_timeout_seconds}s",
+            )
+        self.state = dataclasses.replace(
+            self.state, pending_switch=self.wanted, pending_since=since or self.now
+        )
+        return None
 
     def fail_over_if_needed(self) -> None:
         if self.spec.mode != "automatic":
@@ -291,9 +348,31 @@ class _Machine:
             consumer_since=self.now if consumer != before.consumer else before.consumer_since,
             last_transition=self.now,
             drain_pending=(),
+            pending_switch=None,
+            pending_since=None,
         )
         self.switches.append(Switch(roles, source, target, cause))
         self.note(*_announcement(roles, source, target, cause, self, drain))
+        if roles != "consumers":
+            self._record_loss(target)
+
+    def _record_loss(self, target: str) -> None:
+        """What producers leave behind at the member they left: the tasks' lag to `target` (a forced switch,
+        an automatic failover, or a planned one that timed out)."""
+        copying = self.replication.get(target) if self.replication is not None else None
+        if copying is None or copying.caught_up:
+            self.state = dataclasses.replace(self.state, last_loss=None)
+            return
+        loss: dict[str, Any] = {"member": target, "time": timestamp(self.now), "tasks": list(copying.behind)}
+        if copying.events_behind is not None:
+            loss["eventsBehind"] = copying.events_behind
+        if copying.rpo_seconds is not None:
+            loss["rpoSeconds"] = copying.rpo_seconds
+        self.state = dataclasses.replace(self.state, last_loss=loss)
+        left = copying.describe() if copying.events_behind is not None else "an unknown number of events"
+        self.note(
+            "Warning", "SwitchLoss", f"switched to member {target} with {left} not replicated to it yet"
+        )
 
     def note(self, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
         self.notes.append(Note(type_, reason, message))
@@ -309,7 +388,7 @@ def _announcement(
         case "failover":
             failures = machine.state.health[source].consecutive_failures if source else 0
             return "Warning", "FailedOver", f"{moved}: {source} failed {failures} probes in a row"
-        case "requested" if roles == "producers":
+        case "requested" | "planned" if roles == "producers":
             return (
                 "Normal",
                 "FailingBack",
@@ -318,9 +397,13 @@ def _announcement(
                     f"{timeout}s"
                 ),
             )
-        case "requested":
+        case "requested" | "planned":
             unhealthy = "" if machine._healthy(target) else f"; warning: {target} failed its last probe"
-            return "Normal", "Switched", f"{moved} (spec.activeMember){unhealthy}"
+            planned = "; planned: the replication to it had caught up" if cause == "planned" else ""
+            return "Normal", "Switched", f"{moved} (spec.activeMember){planned}{unhealthy}"
+        case "plannedTimeout":
+            timeout = machine.spec.switching.planned_timeout_seconds
+            return "Warning", "PlannedSwitchTimedOut", f"{moved} (spec.activeMember) after waiting {timeout}s"
         case "drained":
             return "Normal", "FailbackComplete", f"{moved}: {source} is drained"
         case "drainTimeout" if drain is None:

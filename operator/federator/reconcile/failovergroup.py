@@ -15,10 +15,11 @@ from federator.apply.children import Outcome, ensure
 from federator.failover.conditions import assess
 from federator.failover.connections import resolve_connection
 from federator.failover.publishing import config_map_name, dns_record_sets, endpoints_config_map
+from federator.failover.replication import replication_to_members
 from federator.failover.rounds import probe_and_step
 from federator.failover.runtime import FailoverRuntime
 from federator.failover.state import GroupState, Switch
-from federator.kube.client import CONFIGMAPS, KubeClient
+from federator.kube.client import CONFIGMAPS, KubeClient, ResourceRef
 from federator.planning.errors import PlanningError
 from federator.planning.task import Owner
 from federator.provision.errors import ManagementError
@@ -30,6 +31,8 @@ from federator.validation.warnings import spec_warnings
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.kinds import FAILOVER_GROUP
+
+TASKS = ResourceRef(API_VERSION, "replicationtasks")  # their lag: what a switch would leave behind
 
 
 @dataclass
@@ -68,7 +71,10 @@ async def _round(
     except (PlanningError, ManagementError) as err:
         return Findings(cond.stalled(err.reason, err.message), retry_after=spec.probe.period_seconds), []
     state = GroupState.from_status(body.get("status"))
-    stepped = await probe_and_step(runtime.prober, spec, state, connections, now)
+    tasks = ((await client.get(TASKS.path(namespace))) or {}).get("items", [])
+    replication = replication_to_members(spec, state.producer, tasks)
+    stepped = await probe_and_step(runtime.prober, spec, state, connections, now, replication)
+    replication = replication_to_members(spec, stepped.state.producer, tasks)  # the producers may have moved
     notes = list(stepped.notes)
     owner = Owner(API_VERSION, FAILOVER_GROUP.kind, name, meta["uid"]) if meta.get("uid") else None
     config_map = endpoints_config_map(name, namespace, spec, stepped.state, owner)
@@ -76,7 +82,7 @@ async def _round(
     if outcome is Outcome.RESTORED and not stepped.switches:
         cm = config_map_name(name, spec)
         notes.append(Note("Warning", "DriftCorrected", f"ConfigMap {cm} was changed; restored"))
-    updates = assess(spec, stepped.state)
+    updates = assess(spec, stepped.state, replication)
     retry_after = None  # set when the round ends blocked (counted in federator_reconcile_errors_total)
     if spec.publishing.dns is not None:
         try:
@@ -86,9 +92,10 @@ async def _round(
         except ManagementError as err:
             triad = cond.reconciling if err.retryable else cond.stalled
             message = f"endpoints ConfigMap published; DNS not: {err.message}"
-            updates = [*triad(err.reason, message), updates[-1]]
+            updates = [*triad(err.reason, message), *updates[3:]]
             retry_after = float(spec.probe.period_seconds)
-    return Findings(updates, stepped.state.status_fields(), notes, retry_after), stepped.switches
+    fields = {**stepped.state.status_fields(), "replication": [r.to_status() for r in replication.values()]}
+    return Findings(updates, fields, notes, retry_after), stepped.switches
 
 
 def _period(spec_raw: dict[str, Any]) -> float:

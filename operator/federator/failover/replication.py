@@ -1,0 +1,139 @@
+"""What the ReplicationTasks copying from a FailoverGroup's producers' member to its other members have
+left to copy, read from their status (`status.lag`, which the replication app measures): whether a
+planned switch may go now, what a forced one leaves behind, and the `LosslessFailover` condition.
+
+A task copies to a member when its source connection is the producers' member's connection and one of
+its event hub targets has the member's connection (the same Secret key, identity or emulator namespace).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from federator.status.conditions import ConditionUpdate
+from federator_contract.api.base import EndpointConnection, FedModel
+from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+
+LOSSLESS_FAILOVER = "LosslessFailover"
+CAUGHT_UP = "CaughtUp"
+REPLICATION_BEHIND = "ReplicationBehind"
+LAG_NOT_MEASURED = "LagNotMeasured"
+NO_REPLICATION = "NoReplication"
+
+
+@dataclass(frozen=True)
+class MemberReplication:
+    """The tasks copying to one member, and what they have left."""
+
+    member: str
+    tasks: tuple[str, ...]
+    events_behind: int | None
+    """None while a task has not measured its lag."""
+    rpo_seconds: float | None
+    behind: tuple[str, ...] = ()
+    """The tasks with events left."""
+
+    @property
+    def caught_up(self) -> bool:
+        return self.events_behind == 0
+
+    def describe(self) -> str:
+        seconds = f", {self.rpo_seconds:g} s" if self.rpo_seconds is not None else ""
+        return f"{self.events_behind} events{seconds} (tasks {', '.join(self.behind)})"
+
+    def to_status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"member": self.member, "tasks": list(self.tasks)}
+        if self.events_behind is not None:
+            out["eventsBehind"] = self.events_behind
+        if self.rpo_seconds is not None:
+            out["rpoSeconds"] = self.rpo_seconds
+        return out
+
+
+Replication = Mapping[str, MemberReplication]
+
+
+def replication_to_members(
+    spec: FailoverGroupSpec, producer: str | None, tasks: Iterable[Mapping[str, Any]]
+) -> dict[str, MemberReplication]:
+    """Per member other than ``producer``: the tasks (ReplicationTask objects of the group's namespace)
+    copying to it from ``producer``, and the sum of their lag."""
+    members = {m.name: _key(m.connection) for m in spec.members}
+    if producer not in members:
+        return {}
+    found: dict[str, list[tuple[str, dict[str, Any]]]] = {name: [] for name in members if name != producer}
+    for task in tasks:
+        try:
+            task_spec = ReplicationTaskSpec.model_validate(task.get("spec") or {})
+        except ValidationError:
+            continue  # a task the operator reports as Stalled copies nothing
+        source = task_spec.source.event_hub
+        if source is None or _key(source.connection) != members[producer]:
+            continue
+        targets = {_key(t.event_hub.connection) for t in task_spec.targets if t.event_hub is not None}
+        lag = (task.get("status") or {}).get("lag") or {}
+        for name in found:
+            if members[name] in targets:
+                found[name].append((str((task.get("metadata") or {}).get("name")), lag))
+    return {name: _summed(name, copying) for name, copying in found.items() if copying}
+
+
+def _summed(member: str, copying: list[tuple[str, dict[str, Any]]]) -> MemberReplication:
+    names = tuple(sorted(name for name, _ in copying))
+    events = [lag.get("eventsBehind") for _, lag in copying]
+    seconds = [lag.get("rpoSeconds") for _, lag in copying]
+    behind = tuple(sorted(name for name, lag in copying if (lag.get("eventsBehind") or 0) > 0))
+    return MemberReplication(
+        member,
+        names,
+        None if None in events else sum(int(e) for e in events if e is not None),
+        None if None in seconds else max((float(s) for s in seconds if s is not None), default=0.0),
+        behind,
+    )
+
+
+def _key(connection: FedModel) -> str:
+    """A namespace connection, comparable across a member's and a task's models."""
+    raw = connection.model_dump(by_alias=True, exclude_none=True)
+    normal = EndpointConnection.model_validate(raw).model_dump(
+        by_alias=True, exclude_none=True, exclude={"failover_group_ref"}
+    )
+    return json.dumps(normal, sort_keys=True)
+
+
+def lossless_condition(producer: str | None, replication: Replication) -> ConditionUpdate:
+    """Whether a planned failover now would lose anything."""
+    if not replication:
+        return ConditionUpdate(
+            LOSSLESS_FAILOVER,
+            "Unknown",
+            NO_REPLICATION,
+            f"no ReplicationTask copies an event hub from member {producer} to another member",
+        )
+    unknown = sorted(m for m, r in replication.items() if r.events_behind is None)
+    if unknown:
+        return ConditionUpdate(
+            LOSSLESS_FAILOVER,
+            "Unknown",
+            LAG_NOT_MEASURED,
+            f"the lag of the tasks copying to {', '.join(unknown)} is not measured yet",
+        )
+    behind = [r for _, r in sorted(replication.items()) if not r.caught_up]
+    if behind:
+        detail = "; ".join(f"to {r.member}: {r.describe()}" for r in behind)
+        return ConditionUpdate(
+            LOSSLESS_FAILOVER, "False", REPLICATION_BEHIND, f"a failover now would leave behind {detail}"
+        )
+    members = ", ".join(sorted(replication))
+    return ConditionUpdate(
+        LOSSLESS_FAILOVER,
+        "True",
+        CAUGHT_UP,
+        f"a planned failover now loses nothing: everything is copied from {producer} to {members}",
+    )
