@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 from test_planned_switch import BEHIND, CAUGHT_UP, task
-from test_reconcile import NS, body, by_type, runtime
-from test_reconcile import client as _client_fixture  # noqa: F401 - pytest finds fixtures by their own name
-from test_reconcile import emulator as _emulator_fixture  # noqa: F401
+from test_reconcile import NS, body, by_type, client, emulator, runtime  # noqa: F401 - the fixtures
 
 from federator.kube.client import KubeClient
 from federator.reconcile.failovergroup import reconcile
@@ -31,7 +29,8 @@ async def put_task(client: KubeClient, lag: dict[str, Any]) -> None:
 
 
 async def test_the_group_reports_and_waits_for_the_replication_to_its_secondary(
-    client: KubeClient, emulator: RunningEmulator
+    client: KubeClient,  # noqa: F811 - the fixture
+    emulator: RunningEmulator,  # noqa: F811
 ) -> None:
     await put_task(client, BEHIND)
     group = body()
