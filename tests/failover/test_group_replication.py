@@ -19,13 +19,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.asyncio]
 TASKS = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationtasks"
 
 
-async def put_task(client: KubeClient, lag: dict[str, Any]) -> None:
+async def put_task(api: KubeClient, lag: dict[str, Any]) -> None:
     found = task("weu-to-neu", "weu", "neu", None)
-    if await client.get(f"{TASKS}/weu-to-neu") is None:
-        await client.create(
+    if await api.get(f"{TASKS}/weu-to-neu") is None:
+        await api.create(
             TASKS, {"apiVersion": "federator.io/v1alpha1", "kind": "ReplicationTask", **found}
         )
-    await client.patch(f"{TASKS}/weu-to-neu/status", {"status": {"lag": lag}})
+    await api.patch(f"{TASKS}/weu-to-neu/status", {"status": {"lag": lag}})
 
 
 async def test_the_group_reports_and_waits_for_the_replication_to_its_secondary(
