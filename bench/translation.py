@@ -31,6 +31,7 @@ from federator_spark.translation.store import BlobLocation
 from federator_spark.translation.translator import CycleReport, TranslationPlan, Translator
 
 SOURCE_HUB, TARGET_HUB = "orders", "orders-copy"
+_SEND_CHUNK = 1000
 
 
 def populate(target: str, source_host: str, partitions: int, events: int) -> None:
@@ -39,17 +40,14 @@ def populate(target: str, source_host: str, partitions: int, events: int) -> Non
 
     with EventHubProducerClient.from_connection_string(target, eventhub_name=TARGET_HUB) as producer:
         for partition in range(partitions):
-            batch = producer.create_batch(partition_id=str(partition))
-            for sequence in range(events):
-                event = EventData(b"x" * 200)
-                event.properties = {"repl-source-id": f"{source_host}/{SOURCE_HUB}/{partition}/{sequence}"}
-                try:
-                    batch.add(event)
-                except ValueError:
-                    producer.send_batch(batch)
-                    batch = producer.create_batch(partition_id=str(partition))
-                    batch.add(event)
-            producer.send_batch(batch)
+            for first in range(0, events, _SEND_CHUNK):  # about 300 KB a send, under the 1 MB limit
+                chunk = []
+                origin = f"{source_host}/{SOURCE_HUB}/{partition}"
+                for sequence in range(first, min(first + _SEND_CHUNK, events)):
+                    event = EventData(b"x" * 200)
+                    event.properties = {"repl-source-id": f"{origin}/{sequence}"}
+                    chunk.append(event)
+                producer.send_batch(chunk, partition_id=str(partition))
 
 
 def checkpoint_all(store: Any, source_host: str, group: str, partitions: int, sequence: int) -> float:

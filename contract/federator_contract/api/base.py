@@ -136,6 +136,10 @@ class ConfigMapKeySelector(FedModel):
     """Key within the ConfigMap."""
 
 
+# A Microsoft Entra application's client ID (a GUID).
+ClientId = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")]
+
+
 class WorkloadIdentity(FedModel):
     """Microsoft Entra workload identity: the pod's federated credential, through `azure-identity`."""
 
@@ -146,10 +150,7 @@ class WorkloadIdentity(FedModel):
         ),
     ]
     """Host name of the namespace, e.g. `contoso.servicebus.windows.net`."""
-    client_id: (
-        Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")]
-        | None
-    ) = None
+    client_id: ClientId | None = None
     """Client ID of the user-assigned managed identity. Default: the identity the service account is
     annotated with."""
 

@@ -8,7 +8,15 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, StringConstraints
 
-from federator_contract.api.base import DnsLabel, FedModel, SecretKeySelector, cel, exactly_one, list_map
+from federator_contract.api.base import (
+    ClientId,
+    DnsLabel,
+    FedModel,
+    SecretKeySelector,
+    cel,
+    exactly_one,
+    list_map,
+)
 
 ConsumerGroupName = Annotated[
     str,
@@ -27,10 +35,7 @@ class BlobWorkloadIdentity(FedModel):
 
     blob_endpoint: Annotated[str, StringConstraints(max_length=512, pattern=r"^https://[^/\s]+/?$")]
     """The account's Blob endpoint, e.g. `https://contosockpt.blob.core.windows.net`."""
-    client_id: (
-        Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")]
-        | None
-    ) = None
+    client_id: ClientId | None = None
     """Client ID of the user-assigned managed identity. Default: the identity the service account is
     annotated with."""
 
