@@ -41,7 +41,7 @@ def populate(target: str, source_host: str, partitions: int, events: int) -> Non
     with EventHubProducerClient.from_connection_string(target, eventhub_name=TARGET_HUB) as producer:
         for partition in range(partitions):
             for first in range(0, events, _SEND_CHUNK):  # about 300 KB a send, under the 1 MB limit
-                chunk = []
+                chunk: list[Any] = []
                 origin = f"{source_host}/{SOURCE_HUB}/{partition}"
                 for sequence in range(first, min(first + _SEND_CHUNK, events)):
                     event = EventData(b"x" * 200)

@@ -27,10 +27,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from federator_contract.checks.names import SOURCE_ID_PROPERTY
 from federator_contract.files import write_atomically
 from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement
-from federator_spark.provenance import SOURCE_ID_PROPERTY
 from federator_spark.sources.eventhubs_streams import PartitionStream, receive, sequence_number
 from federator_spark.translation.index import (
     MAX_REFINE_EVENTS,
