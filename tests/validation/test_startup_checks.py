@@ -144,6 +144,7 @@ APP_REFUSALS: dict[tuple[str, str], str] = {
     ("config.py", "config_map_text"): "plumbing",
     ("config.py", "config_map_json"): "plumbing",
     ("connections.py", "connection_for"): "plumbing",  # emulator connections, unresolved group members
+    ("translation/planning.py", "blob_location"): "plumbing",  # Azurite's connection (local mode)
 }
 
 

@@ -19,23 +19,16 @@ def translation_plan(config: TaskConfig, report_file: str | None = None) -> Tran
     translation = spec.checkpoint_translation
     if translation is None:
         return None
+    # The spec's own rules (a CEL rule and the model's validator) require an event hub source and one
+    # event hub target to translate to.
     source = spec.source.event_hub
-    if source is None:
-        raise TaskConfigError("spec.checkpointTranslation needs an event hub source")
-    hubs = [t for t in spec.targets if t.event_hub is not None]
-    if translation.target is not None:
-        hubs = [t for t in hubs if t.name == translation.target]
-        if not hubs:
-            raise TaskConfigError(
-                f"spec.checkpointTranslation.target: no event hub target named {translation.target!r}"
-            )
-    elif len(hubs) != 1:
-        raise TaskConfigError(
-            "spec.checkpointTranslation.target: name the event hub target to translate to "
-            f"(the task has {len(hubs)})"
-        )
-    target = hubs[0].event_hub
-    assert target is not None
+    hubs = [
+        t.event_hub
+        for t in spec.targets
+        if t.event_hub is not None and t.name == (translation.target or t.name)
+    ]
+    assert source is not None and len(hubs) == 1
+    target = hubs[0]
     source_connection = connection_for(config, source.connection)
     target_connection = connection_for(config, target.connection)
     source_store = blob_location(config, translation.checkpoint_store, "checkpointStore")
