@@ -13,6 +13,7 @@ from federator_spark.translation.planning import translation_plan
 PRIMARY = (
     "Endpoint=sb://127.0.0.1:5673;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevelopmentEmulator=true"
 )
+AZURITE = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;"
 SECONDARY = (
     "Endpoint=sb://127.0.0.1:5674;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevelopmentEmulator=true"
 )
