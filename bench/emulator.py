@@ -1,10 +1,13 @@
 """Benchmark the emulator through the real SDKs; the last line printed is a JSON summary.
 
     python -m bench.emulator [--events 1000000] [--receive 200000] [--sb-messages 5000]
+                             [--topic-messages 5000]
 
 The emulator runs as a separate process (as in local mode), so its RSS is measured alone
 and it does not share the GIL with the clients. Targets: EH batch send >= 20k events/s of
-100-byte events, EH receive >= 12k/s, RSS < 300 MB holding 1M events.
+100-byte events, EH receive >= 12k/s, RSS < 300 MB holding 1M events. The topic send measures
+fan-out by rule: four subscriptions, one of which keeps ``$Default`` beside a rule with an
+action (two copies per message, as on Azure).
 """
 
 from __future__ import annotations
@@ -26,12 +29,29 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 logger = logging.getLogger("bench")
 BODY = b"x" * 100
+REPLICATION_RULE = {
+    "name": "replication",
+    "sqlFilter": "replication IS NULL",
+    "sqlAction": "SET replication = 1",
+}
+DEFAULT_RULE = {"name": "$Default"}
 CONFIG = {
     "namespaces": [
         {
             "name": "bench",
             "eventHubs": [{"name": "hub", "partitionCount": 2}],
             "queues": [{"name": "q", "lockDurationSeconds": 60}],
+            "topics": [
+                {
+                    "name": "fan",
+                    "subscriptions": [
+                        {"name": "all"},
+                        {"name": "even", "rules": [{"name": "even", "sqlFilter": "n % 2 = 0"}]},
+                        {"name": "replication", "rules": [REPLICATION_RULE]},
+                        {"name": "replication-and-default", "rules": [DEFAULT_RULE, REPLICATION_RULE]},
+                    ],
+                }
+            ],
         }
     ]
 }
@@ -131,11 +151,24 @@ def sb_peek_lock(cs: str, total: int) -> float:
             return total / (time.perf_counter() - started)
 
 
+def sb_topic_send(cs: str, total: int) -> float:
+    """Send ``total`` messages to the fan-out topic in batches of 100; messages/s (fan-out included)."""
+    with ServiceBusClient.from_connection_string(cs) as client, client.get_topic_sender("fan") as sender:
+        started = time.perf_counter()
+        for start in range(0, total, 100):
+            count = min(100, total - start)
+            sender.send_messages(
+                [ServiceBusMessage(BODY, application_properties={"n": start + i}) for i in range(count)]
+            )
+        return total / (time.perf_counter() - started)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--receive", type=int, default=200_000)
     parser.add_argument("--sb-messages", type=int, default=5_000)
+    parser.add_argument("--topic-messages", type=int, default=5_000)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     logger.setLevel(logging.INFO)
@@ -151,6 +184,8 @@ def main() -> None:
             logger.info("EH receive: %.0f events/s", receive_rate)
             sb_rate = sb_peek_lock(cs, args.sb_messages)
             logger.info("SB peek-lock receive+complete: %.0f messages/s", sb_rate)
+            topic_rate = sb_topic_send(cs, args.topic_messages)
+            logger.info("SB topic send with fan-out to 4 subscriptions: %.0f messages/s", topic_rate)
         finally:
             process.terminate()
             process.wait(30)
@@ -160,6 +195,7 @@ def main() -> None:
                 "eh_send_events_per_s": round(send_rate),
                 "eh_receive_events_per_s": round(receive_rate),
                 "sb_peek_lock_complete_per_s": round(sb_rate),
+                "sb_topic_send_fanout_per_s": round(topic_rate),
                 "emulator_rss_mb_idle": round(idle_rss),
                 "emulator_rss_mb_holding_events": round(held_rss),
                 "events_held": args.events,
