@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from federator_contract.sql import ast
@@ -61,9 +62,9 @@ def _remove(target: ast.Property, message: SqlMessage) -> None:
 
 
 def _implicitly_converted(existing: Any, new: Any) -> Any:
-    """SET keeps an existing property's type where C# converts implicitly: long to double."""
-    if isinstance(existing, float) and isinstance(new, int) and not isinstance(new, bool):
-        return float(new)
+    """SET keeps an existing property's type where C# converts implicitly: long to double or decimal."""
+    if isinstance(new, int) and not isinstance(new, bool) and isinstance(existing, float | Decimal):
+        return type(existing)(new)
     return new
 
 

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from federator_contract.sql.values import as_utc
@@ -24,7 +25,7 @@ class ConversionError(ValueError):
 def to_string(value: Any) -> str:
     if isinstance(value, str):
         return value
-    if isinstance(value, int | float | uuid.UUID) and not isinstance(value, bool):
+    if isinstance(value, int | float | Decimal | uuid.UUID) and not isinstance(value, bool):
         return str(value)
     raise ConversionError(f"{value!r} is not a string")
 
