@@ -8,9 +8,24 @@ of entities, so a management plane can change them at runtime.
 
 from __future__ import annotations
 
-from typing import Annotated
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Annotated, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 DEFAULT_KEY_NAME = "RootManageSharedAccessKey"
@@ -45,6 +60,51 @@ class EventHubConfig(_Model):
         return [DEFAULT_CONSUMER_GROUP, *(g for g in self.consumer_groups if g != DEFAULT_CONSUMER_GROUP)]
 
 
+RuleValue = StrictBool | StrictInt | StrictFloat | Decimal | datetime | timedelta | uuid.UUID | StrictStr
+"""A typed value of a rule (a SQL parameter, a correlation filter property), as the SDKs send them."""
+
+
+class _Tag(NamedTuple):
+    kind: type
+    dump: Callable[[Any], Any]
+    load: Callable[[Any], Any]
+
+
+_MICROSECOND = timedelta(microseconds=1)
+# JSON (the journal's form) has no date, duration, decimal or uuid: such values are tagged, {"tag": …}.
+_TAGS = {
+    "datetime": _Tag(datetime, datetime.isoformat, datetime.fromisoformat),
+    "microseconds": _Tag(timedelta, lambda span: span // _MICROSECOND, lambda n: n * _MICROSECOND),
+    "decimal": _Tag(Decimal, str, Decimal),
+    "uuid": _Tag(uuid.UUID, str, uuid.UUID),
+}
+
+
+def _tagged(values: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        tag = next((name for name, tag in _TAGS.items() if isinstance(value, tag.kind)), None)
+        out[key] = value if tag is None else {tag: _TAGS[tag].dump(value)}
+    return out
+
+
+def _untagged(values: Any) -> Any:
+    if not isinstance(values, dict):
+        return values
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in _TAGS:
+            ((tag, raw),) = value.items()
+            value = _TAGS[tag].load(raw)
+        out[key] = value
+    return out
+
+
+RuleValues = Annotated[
+    dict[str, RuleValue], BeforeValidator(_untagged), PlainSerializer(_tagged, when_used="json")
+]
+
+
 class CorrelationFilterConfig(_Model):
     correlation_id: str | None = None
     message_id: str | None = None
@@ -53,21 +113,31 @@ class CorrelationFilterConfig(_Model):
     reply_to: str | None = None
     session_id: str | None = None
     content_type: str | None = None
-    properties: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    properties: RuleValues = Field(default_factory=dict)
 
 
 class RuleConfig(_Model):
-    """A subscription rule: at most one of the two filter kinds; no filter means true."""
+    """A subscription rule: at most one of the two filter kinds; no filter means true.
+
+    Parameters bind the ``@name`` placeholders of the SQL filter and action (``SqlRuleFilter`` and
+    ``SqlRuleAction`` parameters), keys with or without the ``@``.
+    """
 
     name: str = Field(min_length=1, max_length=50)  # "$Default" is a valid rule name
     sql_filter: str | None = None
+    sql_filter_parameters: RuleValues = Field(default_factory=dict)
     correlation_filter: CorrelationFilterConfig | None = None
     sql_action: str | None = None
+    sql_action_parameters: RuleValues = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_filter(self) -> RuleConfig:
         if self.sql_filter is not None and self.correlation_filter is not None:
             raise ValueError(f"rule {self.name!r}: give sqlFilter or correlationFilter, not both")
+        if self.sql_filter_parameters and self.sql_filter is None:
+            raise ValueError(f"rule {self.name!r}: sqlFilterParameters need a sqlFilter")
+        if self.sql_action_parameters and self.sql_action is None:
+            raise ValueError(f"rule {self.name!r}: sqlActionParameters need a sqlAction")
         return self
 
 

@@ -24,13 +24,13 @@ from azure.servicebus.management import (
     SqlRuleFilter,
 )
 
-from federator_contract.emulatorconfig import DEFAULT_KEY_NAME, DEFAULT_KEY_VALUE
+from federator_contract.emulatorconfig import DEFAULT_KEY_VALUE
 from federator_emulator.testing import FakeCredential
+from support.servicebus import management_connection_string
 
 
 def _connection_string(emu: Any, key: str = DEFAULT_KEY_VALUE) -> str:
-    fqdn = emu.namespace().fully_qualified_namespace
-    return f"Endpoint=sb://{fqdn};SharedAccessKeyName={DEFAULT_KEY_NAME};SharedAccessKey={key}"
+    return management_connection_string(emu).replace(DEFAULT_KEY_VALUE, key)
 
 
 def _admin(emu: Any, key: str = DEFAULT_KEY_VALUE) -> ServiceBusAdministrationClient:

@@ -8,6 +8,8 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 
+from support.servicebus import drain_subscription
+
 pytestmark = pytest.mark.timeout(60)
 
 TOPIC_CONFIG = {
@@ -55,23 +57,7 @@ def topic_emulator(emulator_factory):
 
 
 def drain(client: ServiceBusClient, subscription: str, expected: int) -> list:
-    """Receive and complete exactly ``expected`` messages, then check nothing else is there.
-
-    Fan-out happens before the send is acknowledged, so an empty peek proves absence
-    without waiting for a receive timeout.
-    """
-    messages: list = []
-    with client.get_subscription_receiver("events", subscription) as receiver:
-        while len(messages) < expected:
-            batch = receiver.receive_messages(max_message_count=expected - len(messages), max_wait_time=5)
-            assert batch, f"{subscription}: got {len(messages)} of {expected} messages"
-            messages += batch
-        for message in messages:
-            receiver.complete_message(message)
-        assert receiver.peek_messages(max_message_count=10, sequence_number=1) == [], (
-            f"{subscription}: unexpected messages"
-        )
-    return messages
+    return drain_subscription(client, "events", subscription, expected)
 
 
 def test_sql_action_marks_the_copy_and_filter_skips_marked_messages(topic_emulator):
@@ -82,7 +68,8 @@ def test_sql_action_marks_the_copy_and_filter_skips_marked_messages(topic_emulat
         replicated = drain(client, "replicate", 1)
         everything = drain(client, "everything", 2)
     assert [str(m) for m in replicated] == ["fresh"]
-    assert replicated[0].application_properties == {b"replication": 1}
+    # A rule with an action makes its own copy, named by the rule (Azure's RuleName property).
+    assert replicated[0].application_properties == {b"replication": 1, b"RuleName": b"mark"}
     assert replicated[0].time_to_live == timedelta(minutes=2)
     assert [str(m) for m in everything] == ["fresh", "seen"]
     assert everything[0].application_properties is None  # the action changed only its own copy
@@ -161,4 +148,4 @@ async def test_async_subscription_receiver_gets_fanned_out_copy(topic_emulator):
             (message,) = await receiver.receive_messages(max_wait_time=5)
             await receiver.complete_message(message)
     assert str(message) == "hello"
-    assert message.application_properties == {b"replication": 1}
+    assert message.application_properties == {b"replication": 1, b"RuleName": b"mark"}

@@ -9,6 +9,7 @@ from proton import symbol, timestamp, uint
 
 from federator_contract.sql import SqlMessage
 from federator_emulator.amqp import codec
+from federator_emulator.amqp.sqlvalues import to_amqp, to_sql
 from federator_emulator.state.servicebus import SbMessage
 
 # Positions in the AMQP header and properties lists (AMQP 1.0 §3.2.1, §3.2.4).
@@ -38,15 +39,6 @@ def _to_datetime(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def _wire_value(value: Any) -> Any:
-    """A Python value from an SQL action as an AMQP-encodable value."""
-    if isinstance(value, datetime):
-        return timestamp(int(value.timestamp() * 1000))
-    if isinstance(value, timedelta):
-        return int(value.total_seconds() * 10_000_000)  # .NET ticks, as Service Bus stores TimeSpans
-    return value
-
-
 class AmqpInbound:
     """A message received from a client (implements ``state.servicebus.Inbound``)."""
 
@@ -64,22 +56,34 @@ class AmqpInbound:
         self.session_id: str | None = None if group_id is None else str(group_id)
         scheduled = annotations.get(SCHEDULED_ENQUEUE_TIME)
         self.scheduled_at: float | None = scheduled / 1000 if scheduled else None
+        # The properties as the SQL language sees them, made on first use (only topics need them).
+        self._sql: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def _sql_properties(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        if self._sql is None:
+            properties = list(self._sections.get(codec.PROPERTIES) or [])
+            system: dict[str, Any] = {}
+            for name, index in _PROPERTY_FIELDS.items():
+                if index < len(properties) and properties[index] is not None:
+                    value = properties[index]
+                    system[name] = value.decode() if isinstance(value, bytes) else str(value)
+            if self.ttl_seconds:
+                system["TimeToLive"] = timedelta(seconds=self.ttl_seconds)
+            if self.scheduled_at:
+                system["ScheduledEnqueueTimeUtc"] = _to_datetime(int(self.scheduled_at * 1000))
+            user = {str(k): to_sql(v) for k, v in self._application_properties().items()}
+            self._sql = system, user
+        return self._sql
+
+    def _application_properties(self) -> dict[Any, Any]:
+        return dict(self._sections.get(codec.APPLICATION_PROPERTIES) or {})
 
     def sql_view(self) -> SqlMessage:
-        properties = list(self._sections.get(codec.PROPERTIES) or [])
-        system: dict[str, Any] = {}
-        for name, index in _PROPERTY_FIELDS.items():
-            if index < len(properties) and properties[index] is not None:
-                value = properties[index]
-                system[name] = value.decode() if isinstance(value, bytes) else str(value)
-        if self.ttl_seconds:
-            system["TimeToLive"] = timedelta(seconds=self.ttl_seconds)
-        if self.scheduled_at:
-            system["ScheduledEnqueueTimeUtc"] = _to_datetime(int(self.scheduled_at * 1000))
-        user = {str(k): v for k, v in (self._sections.get(codec.APPLICATION_PROPERTIES) or {}).items()}
-        return SqlMessage(system=system, user=user)
+        """A fresh ``SqlMessage``: an action may change it without touching other views."""
+        system, user = self._sql_properties()
+        return SqlMessage(system=dict(system), user=dict(user))
 
-    def rewritten(self, view: Any) -> AmqpInbound:
+    def rewritten(self, view: SqlMessage) -> AmqpInbound:
         properties = list(self._sections.get(codec.PROPERTIES) or [])
         properties += [None] * (13 - len(properties))
         for name, index in _PROPERTY_FIELDS.items():
@@ -95,9 +99,23 @@ class AmqpInbound:
         replace: dict[int, Any] = {
             codec.PROPERTIES: properties,
             codec.HEADER: header,
-            codec.APPLICATION_PROPERTIES: {k: _wire_value(v) for k, v in view.user.items()},
+            codec.APPLICATION_PROPERTIES: self._application_properties_of(view.user),
         }
         return AmqpInbound(codec.rebuild(self.payload, replace=replace))
+
+    def _application_properties_of(self, user: dict[str, Any]) -> dict[Any, Any]:
+        """``user`` on the wire: a value the action left alone keeps its AMQP type and bytes (a ushort
+        stays a ushort), a value it set is encoded as Service Bus encodes its .NET type."""
+        _, original = self._sql_properties()
+        raw = {str(k): (k, v) for k, v in self._application_properties().items()}
+        out: dict[Any, Any] = {}
+        for key, value in user.items():
+            if key in raw and original.get(key) is value:
+                wire_key, wire_value = raw[key]
+                out[wire_key] = wire_value
+            else:
+                out[key] = to_amqp(value)
+        return out
 
 
 def delivery_payload(message: SbMessage) -> bytes:

@@ -11,9 +11,16 @@ from datetime import UTC, datetime
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig
+from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig, RuleValue
+from federator_emulator.mgmt import values
 from federator_emulator.mgmt.entities import Counts
-from federator_emulator.mgmt.mapping import CORRELATION_FIELDS, FALSE_SQL, PROPERTIES, TRUE_SQL
+from federator_emulator.mgmt.mapping import (
+    CORRELATION_FIELDS,
+    FALSE_SQL,
+    PROPERTIES,
+    TRUE_SQL,
+    required_sql,
+)
 
 ATOM = "http://www.w3.org/2005/Atom"
 SB = "http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"
@@ -58,46 +65,47 @@ def description_properties(description: ET.Element) -> dict[str, str]:
     }
 
 
-def _key_value(value_element: ET.Element | None) -> str | int | float | bool:
-    text = (value_element.text or "") if value_element is not None else ""
-    kind = _xsi_type(value_element) if value_element is not None else "string"
-    if kind in ("int", "long"):
-        return int(text)
-    if kind == "double":
-        return float(text)
-    if kind == "boolean":
-        return text.lower() == "true"
-    return text
+def _key_values(element: ET.Element, container: str) -> dict[str, RuleValue]:
+    """The typed ``KeyValueOfstringanyType`` items under ``container`` (Parameters, Properties)."""
+    out: dict[str, RuleValue] = {}
+    for item in element.iterfind(f"{{{SB}}}{container}/*"):
+        key = item.findtext(f"{{{SB}}}Key") or ""
+        value = item.find(f"{{{SB}}}Value")
+        if value is None or value.get(f"{{{XSI}}}nil") == "true":
+            raise ValueError(f"{container} {key!r}: a value is required")
+        try:
+            out[key] = values.from_text(_xsi_type(value) or "string", value.text or "")
+        except ValueError as exc:
+            raise ValueError(f"{container} {key!r}: {exc}") from None
+    return out
 
 
 def parse_rule(name: str, description: ET.Element) -> RuleConfig:
-    """A ``RuleDescription`` to a rule config (True/False/Sql/Correlation filter, Sql action)."""
-    sql_filter: str | None = None
-    correlation: CorrelationFilterConfig | None = None
-    action: str | None = None
+    """A ``RuleDescription`` to a rule config (True/False/Sql/Correlation filter, Sql action, both
+    with their parameters). A SQL filter or action without an expression is refused, as on Azure."""
+    fields: dict[str, Any] = {"name": name}
     rule_filter = description.find(f"{{{SB}}}Filter")
     if rule_filter is not None:
         kind = _xsi_type(rule_filter)
         if kind == "SqlFilter":
-            sql_filter = rule_filter.findtext(f"{{{SB}}}SqlExpression") or TRUE_SQL
+            fields["sql_filter"] = required_sql(rule_filter.findtext(f"{{{SB}}}SqlExpression"))
+            fields["sql_filter_parameters"] = _key_values(rule_filter, "Parameters")
         elif kind == "FalseFilter":
-            sql_filter = FALSE_SQL
+            fields["sql_filter"] = FALSE_SQL
         elif kind == "CorrelationFilter":
             by_tag = {_upper_first(prop): field for prop, field in CORRELATION_FIELDS.items()}
-            fields: dict[str, Any] = {
+            correlation: dict[str, Any] = {
                 by_tag[_local(c.tag)]: c.text for c in rule_filter if _local(c.tag) in by_tag and c.text
             }
-            fields["properties"] = {
-                item.findtext(f"{{{SB}}}Key") or "": _key_value(item.find(f"{{{SB}}}Value"))
-                for item in rule_filter.iterfind(f"{{{SB}}}Properties/*")
-            }
-            correlation = CorrelationFilterConfig.model_validate(fields)
+            correlation["properties"] = _key_values(rule_filter, "Properties")
+            fields["correlation_filter"] = CorrelationFilterConfig.model_validate(correlation)
         elif kind != "TrueFilter":
             raise ValueError(f"unsupported filter type {kind!r}")
     rule_action = description.find(f"{{{SB}}}Action")
     if rule_action is not None and _xsi_type(rule_action) == "SqlRuleAction":
-        action = rule_action.findtext(f"{{{SB}}}SqlExpression") or None
-    return RuleConfig(name=name, sql_filter=sql_filter, correlation_filter=correlation, sql_action=action)
+        fields["sql_action"] = required_sql(rule_action.findtext(f"{{{SB}}}SqlExpression"))
+        fields["sql_action_parameters"] = _key_values(rule_action, "Parameters")
+    return RuleConfig.model_validate(fields)
 
 
 # -- rendering -----------------------------------------------------------------------------------
@@ -141,22 +149,24 @@ def entity_description(kind: str, properties: dict[str, Any], counts: Counts, ex
     return f'<{kind} xmlns="{SB}" xmlns:i="{XSI}">{_elements(values)}{_count_details(counts)}</{kind}>'
 
 
+def _key_values_xml(container: str, items: dict[str, RuleValue]) -> str:
+    body = ""
+    for key, value in items.items():
+        kind, text = values.to_text(value)
+        # .NET names guid in its serialization namespace; the others are XML Schema types.
+        namespace = "http://schemas.microsoft.com/2003/10/Serialization/" if kind == "guid" else XSD
+        body += (
+            f"<KeyValueOfstringanyType><Key>{escape(key)}</Key>"
+            f'<Value i:type="d6p1:{kind}" xmlns:d6p1="{namespace}">{escape(text)}</Value>'
+            "</KeyValueOfstringanyType>"
+        )
+    return f"<{container}>{body}</{container}>"
+
+
 def _correlation_xml(c: CorrelationFilterConfig) -> str:
     fields = {prop: getattr(c, field) for prop, field in CORRELATION_FIELDS.items()}
-    items = ""
-    for key, value in c.properties.items():
-        kind = (
-            "boolean"
-            if isinstance(value, bool)
-            else "int"
-            if isinstance(value, int)
-            else ("double" if isinstance(value, float) else "string")
-        )
-        items += (
-            f"<KeyValueOfstringanyType><Key>{escape(key)}</Key>"
-            f'<Value i:type="d6p1:{kind}" xmlns:d6p1="{XSD}">{_text(value)}</Value></KeyValueOfstringanyType>'
-        )
-    return f'<Filter i:type="CorrelationFilter">{_elements(fields)}<Properties>{items}</Properties></Filter>'
+    properties = _key_values_xml("Properties", dict(c.properties))
+    return f'<Filter i:type="CorrelationFilter">{_elements(fields)}{properties}</Filter>'
 
 
 def rule_description(config: RuleConfig) -> str:
@@ -167,11 +177,13 @@ def rule_description(config: RuleConfig) -> str:
         kind = {TRUE_SQL: "TrueFilter", FALSE_SQL: "FalseFilter"}.get(sql.replace(" ", ""), "SqlFilter")
         rule_filter = (
             f'<Filter i:type="{kind}"><SqlExpression>{escape(sql)}</SqlExpression>'
+            f"{_key_values_xml('Parameters', config.sql_filter_parameters)}"
             "<CompatibilityLevel>20</CompatibilityLevel></Filter>"
         )
     if config.sql_action:
         action = (
             f'<Action i:type="SqlRuleAction"><SqlExpression>{escape(config.sql_action)}</SqlExpression>'
+            f"{_key_values_xml('Parameters', config.sql_action_parameters)}"
             "<CompatibilityLevel>20</CompatibilityLevel></Action>"
         )
     else:

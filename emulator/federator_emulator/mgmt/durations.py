@@ -48,5 +48,5 @@ def render(seconds: float | None) -> str:
     if minutes:
         out += f"{minutes}M"
     if rest or out.endswith("T"):
-        out += f"{rest:g}S"
+        out += f"{rest:.7f}".rstrip("0").rstrip(".") + "S"  # to the tick (100 ns), as .NET writes them
     return out

@@ -12,8 +12,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig
-from federator_emulator.mgmt import durations
+from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig, RuleValue
+from federator_emulator.mgmt import durations, values
 
 M = TypeVar("M", bound=BaseModel)
 Kind = Literal["bool", "int", "duration", "ttl", "text"]
@@ -43,6 +43,15 @@ CORRELATION_FIELDS: dict[str, str] = {
 
 TRUE_SQL = "1=1"
 FALSE_SQL = "1=0"
+# What Azure answers (400 BadRequest) for a SQL filter or action without an expression.
+MISSING_SQL_EXPRESSION = "Value cannot be null. Parameter name: sqlExpression"
+
+
+def required_sql(expression: str | None) -> str:
+    """A SQL filter's or action's expression; a missing or blank one is refused, as Azure does."""
+    if expression is None or not expression.strip():
+        raise ValueError(MISSING_SQL_EXPRESSION)
+    return expression
 
 
 def _convert(value: Any, kind: Kind) -> Any:
@@ -85,9 +94,13 @@ def properties_of(config: BaseModel) -> dict[str, Any]:
 
 # -- rules in ARM's shape ------------------------------------------------------------------------
 def rule_from_arm(name: str, properties: Mapping[str, Any]) -> RuleConfig:
-    """``Ruleproperties`` JSON to a rule config; SQL is only parsed when the rule is applied."""
+    """``Ruleproperties`` JSON to a rule config; SQL is only parsed when the rule is applied.
+
+    ARM's rules carry no parameters (its ``SqlFilter`` and ``Action`` have none); an ``action``
+    without an expression is no action, as ARM renders one (``"action": {}``).
+    """
     filter_type = properties.get("filterType") or "SqlFilter"
-    action = (properties.get("action") or {}).get("sqlExpression") or None
+    action = ((properties.get("action") or {}).get("sqlExpression") or "").strip() or None
     if filter_type == "CorrelationFilter":
         raw = properties.get("correlationFilter") or {}
         correlation = CorrelationFilterConfig.model_validate(
@@ -103,8 +116,13 @@ def rule_from_arm(name: str, properties: Mapping[str, Any]) -> RuleConfig:
         return RuleConfig(name=name, correlation_filter=correlation, sql_action=action)
     if filter_type != "SqlFilter":
         raise ValueError(f"unsupported filterType {filter_type!r}: use SqlFilter or CorrelationFilter")
-    sql = (properties.get("sqlFilter") or {}).get("sqlExpression")
-    return RuleConfig(name=name, sql_filter=sql or TRUE_SQL, sql_action=action)
+    sql = required_sql((properties.get("sqlFilter") or {}).get("sqlExpression"))
+    return RuleConfig(name=name, sql_filter=sql, sql_action=action)
+
+
+def _arm_text(value: RuleValue) -> str:
+    """ARM's correlation properties are strings."""
+    return value if isinstance(value, str) else values.to_text(value)[1]
 
 
 def rule_to_arm(config: RuleConfig) -> dict[str, Any]:
@@ -114,7 +132,7 @@ def rule_to_arm(config: RuleConfig) -> dict[str, Any]:
         props["filterType"] = "CorrelationFilter"
         props["correlationFilter"] = {
             **{prop: getattr(c, field) for prop, field in CORRELATION_FIELDS.items() if getattr(c, field)},
-            "properties": dict(c.properties),
+            "properties": {k: _arm_text(v) for k, v in c.properties.items()},
         }
     else:
         props["filterType"] = "SqlFilter"

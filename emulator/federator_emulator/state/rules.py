@@ -32,12 +32,18 @@ class Rule:
     def name(self) -> str:
         return self.config.name
 
+    @property
+    def matches_everything(self) -> bool:
+        """A rule without a filter: no message needs to be looked at to know it matches."""
+        return isinstance(self.filter, _TrueFilter)
+
 
 def compile_rule(config: RuleConfig) -> Rule:
-    """Parse the rule's SQL; raises ``federator_contract.sql.SqlSyntaxError`` on malformed text."""
+    """Parse the rule's SQL with its parameters; raises ``federator_contract.sql.SqlSyntaxError`` on
+    malformed text (an empty expression included, as Azure refuses it)."""
     rule_filter: _Filter
     if config.sql_filter is not None:
-        rule_filter = sql.parse_filter(config.sql_filter)
+        rule_filter = sql.parse_filter(config.sql_filter, parameters=config.sql_filter_parameters)
     elif config.correlation_filter is not None:
         c = config.correlation_filter
         rule_filter = sql.CorrelationFilter(
@@ -52,7 +58,11 @@ def compile_rule(config: RuleConfig) -> Rule:
         )
     else:
         rule_filter = _TrueFilter()
-    action = sql.parse_action(config.sql_action) if config.sql_action else None
+    action = (
+        None
+        if config.sql_action is None
+        else sql.parse_action(config.sql_action, parameters=config.sql_action_parameters)
+    )
     return Rule(config, rule_filter, action)
 
 

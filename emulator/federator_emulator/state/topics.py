@@ -1,12 +1,23 @@
-"""Service Bus topics: subscriptions with rules, and fan-out of sent messages."""
+"""Service Bus topics: subscriptions with rules, and fan-out of sent messages.
+
+Fan-out is Azure's ("Topic filters and actions"): a subscription gets one copy of a message per
+matching rule that has an action, with that rule's action applied and the user property
+``RuleName`` set to the rule's name, plus one unchanged copy if any matching rule has no action
+(those rules are OR-ed together).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from federator_contract.emulatorconfig import RuleConfig, SubscriptionConfig, TopicConfig
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.journal import Journal
 from federator_emulator.state.rules import Rule, compile_rule, default_rule
 from federator_emulator.state.servicebus import Clock, ConfiguredEntity, DuplicateDetector, Inbound
+
+RULE_NAME_PROPERTY = "RuleName"
 
 
 class Subscription(ConfiguredEntity):
@@ -17,9 +28,9 @@ class Subscription(ConfiguredEntity):
         self.topic = topic
         super().__init__(f"{topic.name}/Subscriptions/{config.name}", topic.journal, topic.clock)
         self.rules: dict[str, Rule] = {}
+        self._ordered: list[Rule] = []  # by name, the order copies are made in
         if config.rules is None:
-            rule = default_rule()
-            self.rules[rule.name.lower()] = rule
+            self._set_rule(default_rule())
         for rule_config in config.rules or []:
             self.put_rule(rule_config)
 
@@ -34,27 +45,39 @@ class Subscription(ConfiguredEntity):
         return min(ttls) if ttls else None
 
     def put_rule(self, config: RuleConfig) -> None:
-        self.rules[config.name.lower()] = compile_rule(config)
+        self._set_rule(compile_rule(config))
+
+    def _set_rule(self, rule: Rule) -> None:
+        self.rules[rule.name.lower()] = rule
+        self._ordered = [r for _, r in sorted(self.rules.items())]
 
     def delete_rule(self, name: str) -> None:
         if self.rules.pop(name.lower(), None) is None:
             raise UnknownEntity(f"rule {name!r} not found on {self.path}")
+        self._ordered = [r for _, r in sorted(self.rules.items())]
 
-    def route(self, inbound: Inbound) -> Inbound | None:
-        """The copy this subscription receives, or None when no rule matches.
+    def copies(self, inbound: Inbound, view: Callable[[], Any]) -> list[Inbound]:
+        """What this subscription receives of a message: the unchanged copy first (if a matching rule
+        has no action), then one copy per matching rule with an action, in rule-name order.
 
-        One copy per subscription: the actions of all matching rules apply, in rule-name order.
+        ``view()`` is the message's SQL view, shared by every subscription's filters (which only
+        read it); each action works on a fresh view of its own.
         """
-        view = inbound.sql_view()
-        matched = [r for _, r in sorted(self.rules.items()) if r.filter.matches(view)]
-        if not matched:
-            return None
-        actions = [r.action for r in matched if r.action is not None]
-        if not actions:
-            return inbound
-        for action in actions:
-            action.apply(view)
-        return inbound.rewritten(view)
+        plain = False
+        out: list[Inbound] = []
+        for rule in self._ordered:
+            if rule.action is None and plain:
+                continue  # rules without actions are OR-ed: one match is enough
+            if not (rule.matches_everything or rule.filter.matches(view())):
+                continue
+            if rule.action is None:
+                plain = True
+                continue
+            copy = inbound.sql_view()
+            rule.action.apply(copy)
+            copy.user[RULE_NAME_PROPERTY] = rule.name
+            out.append(inbound.rewritten(copy))
+        return [inbound, *out] if plain else out
 
 
 class Topic:
@@ -98,7 +121,9 @@ class Topic:
     def send(self, inbound: Inbound) -> int | None:
         """Fan out to matching subscriptions; returns the sequence number, None if a duplicate.
 
-        Each copy keeps the topic-assigned sequence number, as on Azure.
+        A subscription's first copy keeps the topic-assigned sequence number, as on Azure; further
+        copies (one per matching rule with an action) take the numbers after it, which the topic
+        then skips, so numbers stay unique and increasing in every subscription.
         """
         now = self.clock()
         if self.config.requires_duplicate_detection:
@@ -107,10 +132,17 @@ class Topic:
                 return None
         seq = self.next_sequence_number
         self.next_sequence_number += 1
+        views: list[Any] = []
+
+        def view() -> Any:
+            if not views:
+                views.append(inbound.sql_view())
+            return views[0]
+
         for sub in self.subscriptions.values():
-            copy = sub.route(inbound)
-            if copy is not None:
-                sub.enqueue(copy, sequence_number=seq)
+            for offset, copy in enumerate(sub.copies(inbound, view)):
+                sub.enqueue(copy, sequence_number=seq + offset)
+                self.next_sequence_number = max(self.next_sequence_number, seq + offset + 1)
         return seq
 
     def cancel_scheduled(self, sequence_numbers: list[int]) -> None:

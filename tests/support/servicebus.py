@@ -1,0 +1,51 @@
+"""Reading what Service Bus subscriptions hold, with the real ``azure-servicebus`` client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage
+from azure.servicebus.management import ServiceBusAdministrationClient
+
+from federator_contract.emulatorconfig import DEFAULT_KEY_NAME, DEFAULT_KEY_VALUE
+
+
+def drain_subscription(
+    client: ServiceBusClient, topic: str, subscription: str, expected: int
+) -> list[ServiceBusReceivedMessage]:
+    """Receive and complete exactly ``expected`` messages, then check nothing else is there.
+
+    Fan-out happens before the send is acknowledged, so an empty peek proves absence
+    without waiting for a receive timeout.
+    """
+    messages: list[ServiceBusReceivedMessage] = []
+    with client.get_subscription_receiver(topic, subscription) as receiver:
+        while len(messages) < expected:
+            batch = receiver.receive_messages(max_message_count=expected - len(messages), max_wait_time=5)
+            assert batch, f"{subscription}: got {len(messages)} of {expected} messages"
+            messages += batch
+        for message in messages:
+            receiver.complete_message(message)
+        assert receiver.peek_messages(max_message_count=10) == [], f"{subscription}: unexpected messages"
+    return messages
+
+
+def text_properties(message: ServiceBusReceivedMessage) -> dict[str, Any]:
+    """A received message's application properties with text keys and string values."""
+
+    def text(value: Any) -> Any:
+        return value.decode() if isinstance(value, bytes) else value
+
+    return {text(k): text(v) for k, v in (message.application_properties or {}).items()}
+
+
+def management_connection_string(emulator: Any, namespace: str | None = None) -> str:
+    """A namespace's HTTPS (ATOM) endpoint with its Manage key, for ``ServiceBusAdministrationClient``."""
+    host = emulator.namespace(namespace).fully_qualified_namespace
+    return f"Endpoint=sb://{host};SharedAccessKeyName={DEFAULT_KEY_NAME};SharedAccessKey={DEFAULT_KEY_VALUE}"
+
+
+def admin_client(emulator: Any, namespace: str | None = None) -> ServiceBusAdministrationClient:
+    return ServiceBusAdministrationClient.from_connection_string(
+        management_connection_string(emulator, namespace), connection_verify=str(emulator.ca_path)
+    )
