@@ -12,7 +12,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +30,9 @@ from federator_emulator import auth
 from federator_emulator.amqp import padshim
 from federator_emulator.amqp.broker import Broker, Guard
 from federator_emulator.amqp.listener import SaslAcceptor
+from federator_emulator.mgmt.dns import DnsStore
 from federator_emulator.mgmt.server import ManagementServer, client_host
-from federator_emulator.state.journal import FileJournal, Journal, read_journal
+from federator_emulator.state.journal import FileJournal, Journal, NullJournal, Record, read_journal
 from federator_emulator.state.namespace import NamespaceState
 
 logger = logging.getLogger(__name__)
@@ -134,7 +135,11 @@ class Emulator:
         try:
             for ns_config in self.config.namespaces:
                 self._add_namespace(ns_config)
-            self.management = ManagementServer(self, self.namespaces, self.config.dns_zones, self.data_dir)
+            # "_dns" cannot be a namespace's name (they start with a letter or digit).
+            journal, records = self._open_journal("_dns")
+            dns = DnsStore(self.config.dns_zones, journal)
+            dns.replay(records)
+            self.management = ManagementServer(self, self.namespaces, dns, self.data_dir)
             for name, port in self.management.ports.items():
                 self.endpoints[name] = dataclasses.replace(
                     self.endpoints[name], https_port=port, ca_path=self.management.ca_path
@@ -143,15 +148,20 @@ class Emulator:
             self._release()
             raise
 
-    def _add_namespace(self, ns_config: NamespaceConfig) -> None:
+    def _open_journal(self, name: str) -> tuple[Journal, Iterable[Record]]:
+        """The journal ``DIR/<name>.journal`` and the records it holds; nothing without a data dir."""
         if self.data_dir is None:
-            state = NamespaceState(ns_config)
-        else:
-            journal = FileJournal(self.data_dir / f"{ns_config.name}.journal", fsync=self.config.fsync)
-            state = NamespaceState(ns_config, journal)
-            replayed = state.replay(read_journal(journal.path))
+            return NullJournal(), ()
+        journal = FileJournal(self.data_dir / f"{name}.journal", fsync=self.config.fsync)
+        self._journals.append(journal)
+        return journal, read_journal(journal.path)
+
+    def _add_namespace(self, ns_config: NamespaceConfig) -> None:
+        journal, records = self._open_journal(ns_config.name)
+        state = NamespaceState(ns_config, journal)
+        replayed = state.replay(records)
+        if self.data_dir is not None:
             logger.info("namespace %s: replayed %d journal records", ns_config.name, replayed)
-            self._journals.append(journal)
         broker = Broker(state)
         acceptor = SaslAcceptor(self._container, ns_config.host, ns_config.amqp_port, Guard(broker))
         host = client_host(ns_config.host)

@@ -1,14 +1,16 @@
 """The Azure DNS record-set subset ``azure-mgmt-dns`` uses (``record_sets`` on declared zones).
 
 Zones come from the config's ``dnsZones``; a record set in an undeclared zone is refused with
-404, as Azure does for a missing parent. Record sets live in memory on the HTTP thread (they
-are no part of the data plane) and are lost on restart. CNAME and SRV records are checked;
-other types are stored as sent.
+404, as Azure does for a missing parent. Record sets live on the HTTP thread (they are no part
+of the data plane); with a data dir they are journaled there (``dns.journal``), committed before
+the answer, and replayed at start. CNAME and SRV records are checked; other types are stored as
+sent.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,15 +19,42 @@ from aiohttp import web
 from federator_contract.emulatorconfig import DnsZoneConfig
 from federator_emulator.mgmt.arm import guarded, json_body
 from federator_emulator.mgmt.common import MgmtError
+from federator_emulator.state.journal import Journal, NullJournal, Record
 
 ZONE_PATH = "/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.Network/dnsZones/{zone}"
+
+
+RecordKey = tuple[str, str, str]  # (zone, TYPE, relative name), lower-cased except the type
+RecordEntry = tuple[dict[str, Any], str]  # the record set's properties, its etag
 
 
 @dataclass
 class DnsStore:
     zones: list[DnsZoneConfig]
-    # (zone, TYPE, relative name), lower-cased except the type -> the record set's properties and etag
-    record_sets: dict[tuple[str, str, str], tuple[dict[str, Any], str]] = field(default_factory=dict)
+    journal: Journal = field(default_factory=NullJournal)
+    record_sets: dict[RecordKey, RecordEntry] = field(default_factory=dict)
+
+    def put(self, key: RecordKey, entry: RecordEntry) -> None:
+        self.record_sets[key] = entry
+        self.journal.write({"k": "dns", "put": list(key), "p": entry[0], "etag": entry[1]})
+        self.journal.commit()
+
+    def delete(self, key: RecordKey) -> bool:
+        """Whether there was a record set to delete."""
+        if self.record_sets.pop(key, None) is None:
+            return False
+        self.journal.write({"k": "dns", "delete": list(key)})
+        self.journal.commit()
+        return True
+
+    def replay(self, records: Iterable[Record]) -> None:
+        for meta, _ in records:
+            if "put" in meta:
+                zone, record_type, name = meta["put"]
+                self.record_sets[(zone, record_type, name)] = (meta["p"], meta["etag"])
+            else:
+                zone, record_type, name = meta["delete"]
+                self.record_sets.pop((zone, record_type, name), None)
 
     def zone(self, subscription_id: str, resource_group: str, name: str) -> DnsZoneConfig:
         for zone in self.zones:
@@ -69,15 +98,13 @@ class DnsApi:
             web.delete(item, guarded(self.delete)),
         ]
 
-    def _key(self, request: web.Request) -> tuple[DnsZoneConfig, tuple[str, str, str]]:
+    def _key(self, request: web.Request) -> tuple[DnsZoneConfig, RecordKey]:
         m = request.match_info
         zone = self.store.zone(m["sub"], m["rg"], m["zone"])
         return zone, (zone.name.lower(), m["type"].upper(), m["name"].lower())
 
     @staticmethod
-    def _resource(
-        path: str, zone: DnsZoneConfig, key: tuple[str, str, str], entry: tuple[dict[str, Any], str]
-    ) -> dict[str, Any]:
+    def _resource(path: str, zone: DnsZoneConfig, key: RecordKey, entry: RecordEntry) -> dict[str, Any]:
         properties, etag = entry
         name = key[2]
         fqdn = f"{zone.name}." if name == "@" else f"{name}.{zone.name}."
@@ -130,7 +157,7 @@ class DnsApi:
         _check(key[1], properties)
         created = key not in self.store.record_sets
         entry = (properties, str(uuid.uuid4()))
-        self.store.record_sets[key] = entry
+        self.store.put(key, entry)
         return web.json_response(
             self._resource(request.path, zone, key, entry), status=201 if created else 200
         )
@@ -138,4 +165,4 @@ class DnsApi:
     async def delete(self, request: web.Request) -> web.StreamResponse:
         _, key = self._key(request)
         # Azure DNS answers 204 for a record set that does not exist.
-        return web.Response(status=200 if self.store.record_sets.pop(key, None) is not None else 204)
+        return web.Response(status=200 if self.store.delete(key) else 204)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from federator_contract.emulatorconfig import DnsZoneConfig, NamespaceConfig
+from federator_contract.emulatorconfig import NamespaceConfig
 from federator_emulator.mgmt import tls
 from federator_emulator.mgmt.arm import ArmApi
 from federator_emulator.mgmt.atom import AtomApi
@@ -51,7 +51,7 @@ class ManagementServer:
         self,
         submitter: Submitter,
         namespaces: dict[str, NamespaceState],
-        dns_zones: list[DnsZoneConfig],
+        dns: DnsStore,
         data_dir: Path | None,
     ) -> None:
         self._temp_dir = Path(tempfile.mkdtemp(prefix="federator-emulator-")) if data_dir is None else None
@@ -70,8 +70,8 @@ class ManagementServer:
             name: f"https://{client_host(namespaces[name].config.host)}:{port}"
             for name, port in self.ports.items()
         }
-        self.backend = Backend(submitter, namespaces, dns_zones, endpoints)
-        self.dns = DnsStore(dns_zones)
+        self.backend = Backend(submitter, namespaces, dns.zones, endpoints)
+        self.dns = dns
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None

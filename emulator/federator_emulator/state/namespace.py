@@ -3,7 +3,9 @@
 All methods must be called from the emulator's reactor thread (the data plane runs
 there); other threads, such as a management plane, go through
 ``RunningEmulator.call(...)`` which runs a function on that thread. Management methods
-(``create_*``, ``update_*``, ``delete_*``) take effect for the running data plane at once.
+(``create_*``, ``update_*``, ``delete_*``) take effect for the running data plane at once,
+and are journaled (durable when they return) like messages: a restart replays them, in
+order with the messages, on top of the entities the config declares.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import BaseModel
 
 from federator_contract.emulatorconfig import (
     EventHubConfig,
@@ -44,12 +49,15 @@ class NamespaceState:
         self.event_hubs: dict[str, EventHub] = {}
         self.queues: dict[str, Queue] = {}
         self.topics: dict[str, Topic] = {}
+        # The config's entities, and changes replayed from the journal, are not journaled again.
+        self._journaling = False
         for hub in config.event_hubs:
             self.create_event_hub(hub)
         for queue in config.queues:
             self.create_queue(queue)
         for topic in config.topics:
             self.create_topic(topic)
+        self._journaling = True
 
     @property
     def name(self) -> str:
@@ -78,12 +86,14 @@ class NamespaceState:
         self._check_free(config.name)
         hub = EventHub(config, created_at_ms=self.now_ms())
         self.event_hubs[config.name.lower()] = hub
+        self._changed("put", "event-hub", config=config)
         return hub
 
     def delete_event_hub(self, name: str) -> None:
         """Remove an event hub and its events (attached links are left to fail on next use)."""
         self.event_hub(name)
         del self.event_hubs[name.lower()]
+        self._changed("delete", "event-hub", name)
 
     def event_hub(self, name: str) -> EventHub:
         try:
@@ -96,17 +106,20 @@ class NamespaceState:
         self._check_free(config.name)
         queue = Queue(config, self.journal, self.clock)
         self.queues[config.name.lower()] = queue
+        self._changed("put", "queue", config=config)
         return queue
 
     def update_queue(self, config: QueueConfig) -> Queue:
         """Replace a queue's properties (lock duration, TTL ...); messages are kept."""
         queue = self.queue(config.name)
         queue.config = config
+        self._changed("put", "queue", config=config)
         return queue
 
     def delete_queue(self, name: str) -> None:
         self.queue(name)
         del self.queues[name.lower()]
+        self._changed("delete", "queue", name)
 
     def queue(self, name: str) -> Queue:
         try:
@@ -119,17 +132,20 @@ class NamespaceState:
         self._check_free(config.name)
         topic = Topic(config, self.journal, self.clock)
         self.topics[config.name.lower()] = topic
+        self._changed("put", "topic", config=config)
         return topic
 
     def update_topic(self, config: TopicConfig) -> Topic:
         """Replace a topic's own properties; subscriptions are managed separately."""
         topic = self.topic(config.name)
         topic.config = config.model_copy(update={"subscriptions": []})
+        self._changed("put", "topic", config=topic.config)
         return topic
 
     def delete_topic(self, name: str) -> None:
         self.topic(name)
         del self.topics[name.lower()]
+        self._changed("delete", "topic", name)
 
     def topic(self, name: str) -> Topic:
         try:
@@ -139,13 +155,18 @@ class NamespaceState:
 
     def create_subscription(self, topic: str, config: SubscriptionConfig) -> Subscription:
         """Add a subscription; without rules in the config it gets the ``$Default`` true rule."""
-        return self.topic(topic).create_subscription(config)
+        subscription = self.topic(topic).create_subscription(config)
+        self._changed("put", "subscription", topic, config=config)
+        return subscription
 
     def update_subscription(self, topic: str, config: SubscriptionConfig) -> Subscription:
-        return self.topic(topic).update_subscription(config)
+        subscription = self.topic(topic).update_subscription(config)
+        self._changed("put", "subscription", topic, config=config)
+        return subscription
 
     def delete_subscription(self, topic: str, name: str) -> None:
         self.topic(topic).delete_subscription(name)
+        self._changed("delete", "subscription", topic, name)
 
     def create_rule(self, topic: str, subscription: str, config: RuleConfig) -> None:
         """Add or replace a rule; the next message sent to the topic is filtered by it.
@@ -153,9 +174,34 @@ class NamespaceState:
         Raises ``federator_contract.sql.SqlSyntaxError`` for malformed SQL.
         """
         self.topic(topic).subscription(subscription).put_rule(config)
+        self._changed("put", "rule", topic, subscription, config=config)
 
     def delete_rule(self, topic: str, subscription: str, name: str) -> None:
         self.topic(topic).subscription(subscription).delete_rule(name)
+        self._changed("delete", "rule", topic, subscription, name)
+
+    # -- durability of management changes -------------------------------------------------
+    def _changed(self, change: str, kind: str, *names: str, config: BaseModel | None = None) -> None:
+        """Journal a management change and commit it: the management call answers after this."""
+        if not self._journaling:
+            return
+        meta: dict[str, Any] = {"k": "mgmt", change: kind, "n": list(names)}
+        if config is not None:
+            meta["cfg"] = config.model_dump(mode="json", by_alias=True)
+        self.journal.write(meta)
+        self.journal.commit()
+
+    def _replay_change(self, meta: dict[str, Any]) -> None:
+        """Apply a journaled change: a put creates or updates, a delete of what is gone is skipped
+        (the config may have changed since), with a warning for what cannot apply."""
+        names = meta["n"]
+        try:
+            if "put" in meta:
+                _PUTS[meta["put"]](self, *names, meta["cfg"])
+            else:
+                _DELETES[meta["delete"]](self, *names)
+        except (LookupError, ValueError) as exc:  # UnknownEntity, EntityExists, bad SQL, bad config
+            logger.warning("namespace %s: journaled change %s not replayed: %s", self.name, meta, exc)
 
     # -- data plane ------------------------------------------------------------------------
     def publish_events(self, partition: PartitionLog, hub: str, payloads: Iterable[bytes]) -> None:
@@ -188,17 +234,64 @@ class NamespaceState:
         """Rebuild state from journal records (before any client connects)."""
         count = 0
         entities = {e.path.lower(): e for e in self.receivable_entities()}
+        self._journaling = False
         for meta, payload in records:
             kind = meta["k"]
             if kind == "eh":
                 hub = self.event_hubs.get(meta["h"].lower())
                 if hub is not None:
                     hub.partition(meta["p"]).append(payload, meta["t"])
+            elif kind == "mgmt":
+                self._replay_change(meta)
+                entities = {e.path.lower(): e for e in self.receivable_entities()}
             else:
                 entity = entities.get(meta["e"].lower())
                 if entity is not None:
                     entity.replay(meta, payload)
             count += 1
+        self._journaling = True
         for topic in self.topics.values():
             topic.restore_sequence()
         return count
+
+
+def _put_event_hub(state: NamespaceState, raw: Any) -> None:
+    config = EventHubConfig.model_validate(raw)
+    if config.name.lower() not in state.event_hubs:  # one declared since in the config stays as is
+        state.create_event_hub(config)
+
+
+def _put_queue(state: NamespaceState, raw: Any) -> None:
+    config = QueueConfig.model_validate(raw)
+    (state.update_queue if config.name.lower() in state.queues else state.create_queue)(config)
+
+
+def _put_topic(state: NamespaceState, raw: Any) -> None:
+    config = TopicConfig.model_validate(raw)
+    (state.update_topic if config.name.lower() in state.topics else state.create_topic)(config)
+
+
+def _put_subscription(state: NamespaceState, topic: str, raw: Any) -> None:
+    config = SubscriptionConfig.model_validate(raw)
+    exists = config.name.lower() in state.topic(topic).subscriptions
+    (state.update_subscription if exists else state.create_subscription)(topic, config)
+
+
+def _put_rule(state: NamespaceState, topic: str, subscription: str, raw: Any) -> None:
+    state.create_rule(topic, subscription, RuleConfig.model_validate(raw))
+
+
+_PUTS: dict[str, Callable[..., None]] = {
+    "event-hub": _put_event_hub,
+    "queue": _put_queue,
+    "topic": _put_topic,
+    "subscription": _put_subscription,
+    "rule": _put_rule,
+}
+_DELETES: dict[str, Callable[..., None]] = {
+    "event-hub": NamespaceState.delete_event_hub,
+    "queue": NamespaceState.delete_queue,
+    "topic": NamespaceState.delete_topic,
+    "subscription": NamespaceState.delete_subscription,
+    "rule": NamespaceState.delete_rule,
+}
