@@ -46,7 +46,8 @@ class Inbound(Protocol):
     scheduled_at: float | None
 
     def sql_view(self) -> Any:
-        """A ``federator_contract.sql.SqlMessage`` of the message's properties."""
+        """A new ``federator_contract.sql.SqlMessage`` of the message's properties (an action may change
+        it)."""
 
     def rewritten(self, view: Any) -> Inbound:
         """The message re-encoded with the (action-modified) properties of ``view``."""

@@ -8,6 +8,7 @@ matching rule that has an action, with that rule's action applied and the user p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -132,13 +133,7 @@ class Topic:
                 return None
         seq = self.next_sequence_number
         self.next_sequence_number += 1
-        views: list[Any] = []
-
-        def view() -> Any:
-            if not views:
-                views.append(inbound.sql_view())
-            return views[0]
-
+        view = functools.cache(inbound.sql_view)  # made once, and only if a filter looks
         for sub in self.subscriptions.values():
             for offset, copy in enumerate(sub.copies(inbound, view)):
                 sub.enqueue(copy, sequence_number=seq + offset)
