@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,12 @@ def start_emulator(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
             raise RuntimeError("emulator did not start")
         time.sleep(0.05)
     return process, json.loads(ready.read_text())["namespaces"]["bench"]["connectionString"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (unlike wall time, what other load leaves alone)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> float:
@@ -184,8 +191,14 @@ def main() -> None:
             logger.info("EH receive: %.0f events/s", receive_rate)
             sb_rate = sb_peek_lock(cs, args.sb_messages)
             logger.info("SB peek-lock receive+complete: %.0f messages/s", sb_rate)
+            cpu_before = cpu_seconds(process.pid)
             topic_rate = sb_topic_send(cs, args.topic_messages)
-            logger.info("SB topic send with fan-out to 4 subscriptions: %.0f messages/s", topic_rate)
+            topic_cpu_us = (cpu_seconds(process.pid) - cpu_before) / args.topic_messages * 1e6
+            logger.info(
+                "SB topic send with fan-out to 4 subscriptions: %.0f messages/s, emulator CPU %.0f µs each",
+                topic_rate,
+                topic_cpu_us,
+            )
         finally:
             process.terminate()
             process.wait(30)
@@ -196,6 +209,7 @@ def main() -> None:
                 "eh_receive_events_per_s": round(receive_rate),
                 "sb_peek_lock_complete_per_s": round(sb_rate),
                 "sb_topic_send_fanout_per_s": round(topic_rate),
+                "sb_topic_fanout_emulator_cpu_us_per_message": round(topic_cpu_us),
                 "emulator_rss_mb_idle": round(idle_rss),
                 "emulator_rss_mb_holding_events": round(held_rss),
                 "events_held": args.events,

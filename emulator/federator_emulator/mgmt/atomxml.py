@@ -12,7 +12,7 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig, RuleValue
-from federator_emulator.mgmt import values
+from federator_emulator.mgmt import rulevalues
 from federator_emulator.mgmt.entities import Counts
 from federator_emulator.mgmt.mapping import (
     CORRELATION_FIELDS,
@@ -74,7 +74,7 @@ def _key_values(element: ET.Element, container: str) -> dict[str, RuleValue]:
         if value is None or value.get(f"{{{XSI}}}nil") == "true":
             raise ValueError(f"{container} {key!r}: a value is required")
         try:
-            out[key] = values.from_text(_xsi_type(value) or "string", value.text or "")
+            out[key] = rulevalues.from_text(_xsi_type(value) or "string", value.text or "")
         except ValueError as exc:
             raise ValueError(f"{container} {key!r}: {exc}") from None
     return out
@@ -152,7 +152,7 @@ def entity_description(kind: str, properties: dict[str, Any], counts: Counts, ex
 def _key_values_xml(container: str, items: dict[str, RuleValue]) -> str:
     body = ""
     for key, value in items.items():
-        kind, text = values.to_text(value)
+        kind, text = rulevalues.to_text(value)
         # .NET names guid in its serialization namespace; the others are XML Schema types.
         namespace = "http://schemas.microsoft.com/2003/10/Serialization/" if kind == "guid" else XSD
         body += (

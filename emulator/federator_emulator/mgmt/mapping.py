@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig, RuleValue
-from federator_emulator.mgmt import durations, values
+from federator_emulator.mgmt import durations, rulevalues
 
 M = TypeVar("M", bound=BaseModel)
 Kind = Literal["bool", "int", "duration", "ttl", "text"]
@@ -122,7 +122,7 @@ def rule_from_arm(name: str, properties: Mapping[str, Any]) -> RuleConfig:
 
 def _arm_text(value: RuleValue) -> str:
     """ARM's correlation properties are strings."""
-    return value if isinstance(value, str) else values.to_text(value)[1]
+    return value if isinstance(value, str) else rulevalues.to_text(value)[1]
 
 
 def rule_to_arm(config: RuleConfig) -> dict[str, Any]:
