@@ -26,7 +26,7 @@ from azure.servicebus.management import (
 
 from federator_contract.emulatorconfig import DEFAULT_KEY_VALUE
 from federator_emulator.testing import FakeCredential
-from support.servicebus import management_connection_string
+from support.azure_clients import management_connection_string
 
 
 def _connection_string(emu: Any, key: str = DEFAULT_KEY_VALUE) -> str:

@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
-from azure.mgmt.dns import DnsManagementClient
 from azure.mgmt.dns.models import CnameRecord, RecordSet
-from azure.mgmt.servicebus import ServiceBusManagementClient
 from azure.mgmt.servicebus.models import Action, Rule, Ruleproperties, SBQueue, SBSubscription, SqlFilter
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
@@ -21,8 +19,14 @@ from azure.servicebus.aio.management import (
 )
 from azure.servicebus.management import SqlRuleAction, SqlRuleFilter
 
-from federator_emulator.testing import FakeCredential
-from support.servicebus import admin_client, drain_subscription, management_connection_string, text_properties
+from support.azure_clients import (
+    admin_client,
+    arm_client,
+    dns_client,
+    drain_subscription,
+    management_connection_string,
+    text_properties,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,26 +35,6 @@ CONFIG = {
     "namespaces": [{"name": "ns1", "queues": [{"name": "declared"}], "topics": [{"name": "declared-topic"}]}],
     "dnsZones": [{"name": "federator.test"}],
 }
-
-
-def arm_client(emu: Any) -> ServiceBusManagementClient:
-    ns = emu.namespace()
-    return ServiceBusManagementClient(
-        FakeCredential(),
-        ns.arm.subscription_id,
-        base_url=emu.arm_endpoint,
-        connection_verify=str(emu.ca_path),
-    )
-
-
-def dns_client(emu: Any) -> DnsManagementClient:
-    ns = emu.namespace()
-    return DnsManagementClient(
-        FakeCredential(),
-        ns.arm.subscription_id,
-        base_url=emu.arm_endpoint,
-        connection_verify=str(emu.ca_path),
-    )
 
 
 def test_entities_rules_records_and_their_messages_survive_a_restart(

@@ -22,7 +22,12 @@ from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import provision_member
 from federator.provision.model import desired_by_member
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
-from support.servicebus import admin_client, drain_subscription, management_connection_string, text_properties
+from support.azure_clients import (
+    admin_client,
+    drain_subscription,
+    management_connection_string,
+    text_properties,
+)
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
-from azure.mgmt.servicebus import ServiceBusManagementClient
 from azure.mgmt.servicebus.models import Rule, Ruleproperties, SqlFilter
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus._pyamqp.types import TYPE, VALUE, AMQPTypes
@@ -20,8 +19,13 @@ from azure.servicebus.aio.management import (
 )
 from azure.servicebus.management import CorrelationRuleFilter, SqlRuleAction, SqlRuleFilter
 
-from federator_emulator.testing import FakeCredential
-from support.servicebus import admin_client, drain_subscription, management_connection_string, text_properties
+from support.azure_clients import (
+    admin_client,
+    arm_client,
+    drain_subscription,
+    management_connection_string,
+    text_properties,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -220,13 +224,7 @@ def test_sql_filter_without_an_expression_is_refused_like_azure(
 
 
 def test_arm_sql_filter_without_an_expression_is_refused_like_azure(mgmt_emulator: Any) -> None:
-    ns = mgmt_emulator.namespace()
-    with ServiceBusManagementClient(
-        FakeCredential(),
-        ns.arm.subscription_id,
-        base_url=ns.https_endpoint,
-        connection_verify=str(ns.ca_path),
-    ) as arm:
+    with arm_client(mgmt_emulator) as arm:
         for sql_filter in (SqlFilter(sql_expression=""), SqlFilter(), None):
             rule = Rule(properties=Ruleproperties(filter_type="SqlFilter", sql_filter=sql_filter))
             with pytest.raises(HttpResponseError) as caught:

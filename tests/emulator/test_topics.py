@@ -8,7 +8,7 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 
-from support.servicebus import drain_subscription
+from support.azure_clients import drain_subscription
 
 pytestmark = pytest.mark.timeout(60)
 

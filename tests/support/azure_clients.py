@@ -1,13 +1,17 @@
-"""Reading what Service Bus subscriptions hold, with the real ``azure-servicebus`` client."""
+"""The real Azure SDK clients pointed at an emulator (ATOM, ARM and DNS management), and reading what
+Service Bus subscriptions hold."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from azure.mgmt.dns import DnsManagementClient
+from azure.mgmt.servicebus import ServiceBusManagementClient
 from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage
 from azure.servicebus.management import ServiceBusAdministrationClient
 
 from federator_contract.emulatorconfig import DEFAULT_KEY_NAME, DEFAULT_KEY_VALUE
+from federator_emulator.testing import FakeCredential
 
 
 def drain_subscription(
@@ -48,4 +52,24 @@ def management_connection_string(emulator: Any, namespace: str | None = None) ->
 def admin_client(emulator: Any, namespace: str | None = None) -> ServiceBusAdministrationClient:
     return ServiceBusAdministrationClient.from_connection_string(
         management_connection_string(emulator, namespace), connection_verify=str(emulator.ca_path)
+    )
+
+
+def arm_client(emulator: Any) -> ServiceBusManagementClient:
+    """``azure-mgmt-servicebus`` on the emulator's ARM endpoint (any bearer token is taken)."""
+    return ServiceBusManagementClient(
+        FakeCredential(),
+        emulator.namespace().arm.subscription_id,
+        base_url=emulator.arm_endpoint,
+        connection_verify=str(emulator.ca_path),
+    )
+
+
+def dns_client(emulator: Any) -> DnsManagementClient:
+    """``azure-mgmt-dns`` on the emulator's ARM endpoint."""
+    return DnsManagementClient(
+        FakeCredential(),
+        emulator.namespace().arm.subscription_id,
+        base_url=emulator.arm_endpoint,
+        connection_verify=str(emulator.ca_path),
     )
