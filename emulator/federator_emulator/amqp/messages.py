@@ -42,9 +42,10 @@ def _to_datetime(ms: int) -> datetime:
 class AmqpInbound:
     """A message received from a client (implements ``state.servicebus.Inbound``)."""
 
-    def __init__(self, payload: bytes) -> None:
+    def __init__(self, payload: bytes, sections: dict[int, Any] | None = None) -> None:
+        """``sections``: the decoded non-body sections of ``payload``, when the caller already has them."""
         self.payload = payload
-        self._sections = _section_map(payload)
+        self._sections = _section_map(payload) if sections is None else sections
         header = self._sections.get(codec.HEADER) or []
         properties = self._sections.get(codec.PROPERTIES) or []
         annotations = self._sections.get(codec.MESSAGE_ANNOTATIONS) or {}
@@ -101,7 +102,8 @@ class AmqpInbound:
             codec.HEADER: header,
             codec.APPLICATION_PROPERTIES: self._application_properties_of(view.user),
         }
-        return AmqpInbound(codec.rebuild(self.payload, replace=replace))
+        # The copy's sections are known: decoding them again would cost more than the rest of fan-out.
+        return AmqpInbound(codec.rebuild(self.payload, replace=replace), {**self._sections, **replace})
 
     def _application_properties_of(self, user: dict[str, Any]) -> dict[Any, Any]:
         """``user`` on the wire: a value the action left alone keeps its AMQP type and bytes (a ushort
