@@ -87,8 +87,7 @@ def render(
     ] = None,
 ) -> None:
     """Print what the operator would create for the manifests (the GitOps preview)."""
-    import yaml
-
+    from federator import plainyaml
     from federator.cli.render import preview_document
     from federator.settings import OperatorSettings
     from federator.validation.documents import ManifestError, load_documents
@@ -123,11 +122,11 @@ def render(
                 err.print(f"[yellow]{escape(preview.label)}: warning[/]: {escape(str(warning))}")
             sys.stdout.write(f"# {preview.label}\n")
             if preview.provisioning is not None:
-                plan = yaml.safe_dump(preview.provisioning, sort_keys=False).splitlines()
+                plan = plainyaml.dump(preview.provisioning).splitlines()
                 sys.stdout.write(f"# {preview.provisioning_title} (not a Kubernetes object):\n")
                 sys.stdout.write("".join(f"#   {line}\n" for line in plan))
             sys.stdout.write(
-                "---\n".join(yaml.safe_dump(o, sort_keys=False) for o in preview.objects) + "---\n"
+                "---\n".join(plainyaml.dump(o) for o in preview.objects) + "---\n"
             )
     if failed:
         raise typer.Exit(code=1)

@@ -7,11 +7,11 @@ import json
 import os
 from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from federator import plainyaml
 from federator.kubectl.model import ERROR, NOTE, OK, WARNING, ConditionView
 
 STYLES = {OK: "green", NOTE: "yellow", WARNING: "yellow", ERROR: "bold red"}
@@ -56,7 +56,7 @@ def state_text(state: str, reason: str, severity: int) -> Text:
 
 def dump(data: Any, fmt: str, out: Console) -> None:
     """`json` or `yaml`, plain (no markup, no highlighting), to stdout."""
-    text = json.dumps(data, indent=2, default=str) if fmt == "json" else yaml.safe_dump(data, sort_keys=False)
+    text = json.dumps(data, indent=2, default=str) if fmt == "json" else plainyaml.dump(data)
     out.print(text, markup=False, highlight=False, soft_wrap=True, end="" if text.endswith("\n") else "\n")
 
 

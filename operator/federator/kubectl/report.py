@@ -22,10 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 
-from federator import __version__
+from federator import __version__, plainyaml
 from federator.kubectl import lag as lag_view
 from federator.kubectl import output
 from federator.kubectl import status as status_view
@@ -57,9 +56,8 @@ class Bundle:
     def add_object(self, obj: Obj) -> None:
         ns, name = meta(obj)
         clean = self.redactor.object(_without_managed_fields(obj))
-        self.files[f"resources/{ns or '_cluster'}/{obj.get('kind', 'Unknown')}/{name}.yaml"] = yaml.safe_dump(
-            clean, sort_keys=False
-        )
+        path = f"resources/{ns or '_cluster'}/{obj.get('kind', 'Unknown')}/{name}.yaml"
+        self.files[path] = plainyaml.dump(clean)
 
     def add_text(self, path: str, text: str) -> None:
         self.files[path] = self.redactor.text(text)
@@ -179,7 +177,7 @@ async def _events(
             in involved
         ]
         events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
-        bundle.add_text(f"events/{ns}.yaml", yaml.safe_dump(bundle.redactor.object(events), sort_keys=False))
+        bundle.add_text(f"events/{ns}.yaml", plainyaml.dump(bundle.redactor.object(events)))
 
 
 async def _operator(cluster: Cluster, bundle: Bundle, tail: int) -> None:

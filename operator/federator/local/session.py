@@ -16,9 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from federator import reasons
+from federator import plainyaml, reasons
 from federator.local.apps import SparkApp, launch
 from federator.local.azurite import AzuriteNotFound, RunningAzurite, start_azurite
 from federator.local.controller import Controller
@@ -183,7 +181,7 @@ class LocalSession:
         config = with_ports(self.plan.emulator, ports)
         write_atomically(
             state.emulator_config,
-            yaml.safe_dump(config.model_dump(by_alias=True, mode="json"), sort_keys=False),
+            plainyaml.dump(config.model_dump(by_alias=True, mode="json")),
         )
         state.emulator_ready.unlink(missing_ok=True)  # a crashed run's file would name a dead emulator
         argv = [sys.executable, "-m", "federator_emulator", "--config", str(state.emulator_config)]
