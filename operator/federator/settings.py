@@ -21,7 +21,13 @@ class OperatorSettings:
     spark_version: str = "4.3.0"
     """Spark version inside `spark_image`; both launchers require it."""
     spark_service_account: str = "federator-spark"
-    """Service account of Spark driver pods (it creates executor pods)."""
+    """Service account of Spark driver and executor pods for tasks that name none (the driver creates
+    executor pods with it)."""
+    spark_run_as_user: int = 185
+    """The uid the Spark image runs as (its `USER`, as in Spark's own images): driver and executor pods
+    run with it, non-root, as Pod Security "restricted" requires."""
+    spark_run_as_group: int = 185
+    """The image's gid: the pods' primary group, and the group that owns what they write on volumes."""
     checkpoint_claim: str = "federator-checkpoints"
     """PersistentVolumeClaim for checkpoints of tasks that name none; a sub-path per task."""
     app_metrics_port: int = 9464
@@ -41,6 +47,11 @@ class OperatorSettings:
     """CA bundle for the management APIs (ARM, Service Bus administration, DNS). Default: system CAs."""
     drift_interval_seconds: int = 300
     """How often provisioned Service Bus entities are re-read for drift (one management read per entity)."""
+
+    def __post_init__(self) -> None:
+        for name in ("spark_run_as_user", "spark_run_as_group"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"FEDERATOR_{name.upper()}: expected a non-root id (1 or more)")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:

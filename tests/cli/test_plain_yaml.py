@@ -38,7 +38,9 @@ def test_a_shared_object_is_written_out_in_full_wherever_it_appears() -> None:
 def test_render_prints_plain_yaml(launcher: str) -> None:
     # Cluster-ready examples only: the others use the emulator and are refused (exit code 1) without output.
     examples = ["eh-replication-cluster.yaml", "sb-all-active-cluster.yaml", "failover-group.yaml"]
-    args = ["render", "--launcher", launcher] + [a for e in examples for a in ("-f", str(ROOT / "examples" / e))]
+    args = ["render", "--launcher", launcher] + [
+        a for e in examples for a in ("-f", str(ROOT / "examples" / e))
+    ]
     result = runner.invoke(app, args)
     kinds = [d["kind"] for d in yaml.safe_load_all(result.stdout) if d]
     assert kinds.count("SparkApplication") >= 1 and "ReplicationTask" in kinds, result.stdout
@@ -54,5 +56,7 @@ def test_crds_prints_plain_yaml() -> None:
 def test_kubectl_plugin_yaml_output_is_plain() -> None:
     condition: dict[str, Any] = {"type": "Ready", "status": "True"}
     buffer = io.StringIO()
-    output.dump({"tasks": [{"conditions": [condition]}, {"conditions": [condition]}]}, "yaml", Console(file=buffer))
+    output.dump(
+        {"tasks": [{"conditions": [condition]}, {"conditions": [condition]}]}, "yaml", Console(file=buffer)
+    )
     assert anchors_and_aliases(buffer.getvalue()) == []

@@ -14,6 +14,7 @@ from federator.planning.task import TaskPlan, plan_replication_task
 from federator.settings import OperatorSettings
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from support.spark_crds import crd_errors
+from support.spark_pods import main_container, pod_templates
 
 ROOT = Path(__file__).resolve().parents[2]
 EDITORS = [
@@ -56,20 +57,21 @@ def test_the_task_config_names_a_file_for_each_config_map_key_once() -> None:
     }
 
 
-def test_without_config_map_references_nothing_is_mounted() -> None:
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_without_config_map_references_nothing_is_mounted(launcher: str) -> None:
     plan = _plan([{"filter": {"condition": "a = 1"}}])
     assert json.loads(plan.config_map["data"]["task.json"])["configMapFiles"] == {}
-    app = render_spark_application("kubeflow", plan.spark_app)
-    assert [v["name"] for v in app["spec"]["volumes"]] == ["federator-task", "federator-checkpoint"]
+    app = render_spark_application(launcher, plan.spark_app)  # type: ignore[arg-type]
+    for template in pod_templates(launcher, app).values():
+        assert not [v for v in template["spec"]["volumes"] if v["name"].startswith("federator-config-map")]
 
 
 def _pods(launcher: str, app: dict[str, Any]) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
     """The volumes and the driver's and executors' volume mounts of a rendered application."""
-    spec = app["spec"]
-    if launcher == "kubeflow":
-        return spec["volumes"], [spec["driver"]["volumeMounts"], spec["executor"]["volumeMounts"]]
-    pods = [spec[role]["podTemplateSpec"]["spec"] for role in ("driverSpec", "executorSpec")]
-    return pods[0]["volumes"], [pod["containers"][0]["volumeMounts"] for pod in pods]
+    templates = pod_templates(launcher, app)
+    assert templates["driver"]["spec"]["volumes"] == templates["executor"]["spec"]["volumes"]
+    mounts = [main_container(t)["volumeMounts"] for t in templates.values()]
+    return templates["driver"]["spec"]["volumes"], mounts
 
 
 @pytest.mark.parametrize("launcher", sorted(LAUNCHERS))

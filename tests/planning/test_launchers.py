@@ -15,6 +15,7 @@ from federator.settings import OperatorSettings
 from federator.validation.secrets import secret_shape
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from support.spark_crds import crd_errors, validator
+from support.spark_pods import main_container
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +84,7 @@ def test_kubeflow_application_restarts_the_stream_and_sizes_pods_from_the_spec()
         "4g",
     )
     assert spec["mainApplicationFile"] == "local:///opt/federator/replicate.py"
-    mounts = {m["name"]: m for m in spec["driver"]["volumeMounts"]}
+    mounts = {m["name"]: m for m in main_container(spec["driver"]["template"])["volumeMounts"]}
     assert mounts["federator-checkpoint"]["subPath"] == "messaging/orders-geo-replication"
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from federator.validation.schema import crd_root_json_schema
+from federator.validation.schema import crd_root_json_schema, openapi_to_json_schema
 
 DIRECTORY = Path(__file__).resolve().parents[1] / "fixtures" / "spark-operator-crds"
 FILES = {
@@ -37,4 +37,18 @@ def validator(launcher: str) -> jsonschema.Draft202012Validator:
 def crd_errors(launcher: str, app: dict[str, Any]) -> list[str]:
     """Every schema violation of ``app``, each as `path: message`."""
     errors = validator(launcher).iter_errors(app)
+    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+
+
+@cache
+def _pod_template_validator() -> jsonschema.Draft202012Validator:
+    # The apache CRD spells out the core PodTemplateSpec; kubeflow's `template` field preserves unknown
+    # fields and checks nothing, so its templates are checked against the same core schema.
+    spec = served_schema("apache")["properties"]["spec"]["properties"]["driverSpec"]
+    return jsonschema.Draft202012Validator(openapi_to_json_schema(spec["properties"]["podTemplateSpec"]))
+
+
+def pod_template_errors(template: dict[str, Any]) -> list[str]:
+    """Every violation of the core Kubernetes PodTemplateSpec schema, each as `path: message`."""
+    errors = _pod_template_validator().iter_errors(template)
     return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]

@@ -16,6 +16,7 @@ from federator_contract.api.base import (
     EntityName,
     FedModel,
     PropertyName,
+    ResourceName,
     SecretKeySelector,
     SqlExpression,
     SubscriptionName,
@@ -292,6 +293,11 @@ class Runtime(FedModel):
     Operator `spark.apache.org/v1`). Default: the operator's setting."""
     image: Annotated[str, StringConstraints(max_length=512)] | None = None
     """Spark application image. Default: the operator's setting."""
+    service_account_name: ResourceName | None = None
+    """Service account of the driver and executor pods. Default: the operator's (Helm value
+    `spark.serviceAccount.name`, `federator-spark`). With `workloadIdentity` connections it is the identity
+    the pods sign in as: annotate it with `azure.workload.identity/client-id` (the operator checks it) and
+    bind it to the Spark driver's Role, which lets the driver start its executors."""
     driver: SparkResources = SparkResources()
     """Driver resources."""
     executor: ExecutorResources = ExecutorResources()

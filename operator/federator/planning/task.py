@@ -11,7 +11,7 @@ from federator.planning.errors import PlanningError
 from federator.planning.following import Following
 from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.settings import Launcher, OperatorSettings
-from federator_contract.api.base import API_VERSION, ConfigMapKeySelector, FedModel
+from federator_contract.api.base import API_VERSION, ConfigMapKeySelector, FedModel, WorkloadIdentity
 from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec, SparkResources
 from federator_contract.taskconfig import TaskConfig, TaskMetadata
 
@@ -23,6 +23,9 @@ CHECKPOINT_MOUNT = "/var/lib/federator/checkpoint"
 CONFIG_MAP_DIR = "/etc/federator/config-maps"  # editor documents: <dir>/<ConfigMap>/<key>
 
 MANAGED_BY = "federator"
+# The label the AKS workload identity webhook looks for: it projects the service account's token into such
+# pods and sets AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE and AZURE_AUTHORITY_HOST.
+WORKLOAD_IDENTITY_LABEL = "azure.workload.identity/use"
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,15 @@ class ConfigMapFile:
 
 
 @dataclass(frozen=True)
+class IdentityUse:
+    """A connection that signs in with workload identity: where in the spec, and the client id it names
+    (None: the one the pods' service account is annotated with)."""
+
+    path: str
+    client_id: str | None
+
+
+@dataclass(frozen=True)
 class SparkAppPlan:
     """Everything a launcher needs, independent of which Spark operator runs it."""
 
@@ -80,6 +92,9 @@ class SparkAppPlan:
     image: str
     spark_version: str
     service_account: str
+    """Of the driver and the executors: both reach the namespaces (workload identity signs them in)."""
+    run_as_user: int
+    run_as_group: int
     main_file: str
     arguments: list[str]
     driver: SparkResources
@@ -91,6 +106,14 @@ class SparkAppPlan:
     config_map_files: list[ConfigMapFile] = field(default_factory=list)
     checkpoint_pvc: PvcMount | None = None
     metrics_port: int = 9464
+    workload_identities: list[IdentityUse] = field(default_factory=list)
+
+    @property
+    def pod_labels(self) -> dict[str, str]:
+        """Labels of the driver and executor pods."""
+        if not self.workload_identities:
+            return dict(self.labels)
+        return {**self.labels, WORKLOAD_IDENTITY_LABEL: "true"}
 
 
 @dataclass(frozen=True)
@@ -161,7 +184,9 @@ def plan_replication_task(
         owner=owner,
         image=runtime.image or settings.spark_image,
         spark_version=settings.spark_version,
-        service_account=settings.spark_service_account,
+        service_account=runtime.service_account_name or settings.spark_service_account,
+        run_as_user=settings.spark_run_as_user,
+        run_as_group=settings.spark_run_as_group,
         main_file=MAIN_APPLICATION_FILE,
         arguments=["--task-config", f"{TASK_CONFIG_DIR}/{TASK_CONFIG_KEY}"],
         driver=runtime.driver,
@@ -173,6 +198,7 @@ def plan_replication_task(
         config_map_files=files,
         checkpoint_pvc=pvc,
         metrics_port=settings.app_metrics_port,
+        workload_identities=workload_identities(spec),
     )
     return TaskPlan(
         launcher=runtime.launcher or settings.launcher,
@@ -233,6 +259,16 @@ def _checkpoint(
             claim.claim_name, claim.sub_path or f"{namespace}/{name}"
         )
     return f"file://{CHECKPOINT_MOUNT}", PvcMount(settings.checkpoint_claim, f"{namespace}/{name}")
+
+
+def workload_identities(spec: ReplicationTaskSpec) -> list[IdentityUse]:
+    """Every connection of ``spec`` that signs in with workload identity."""
+    found = []
+    for path, model in _connections(spec):
+        identity = getattr(model, "workload_identity", None)
+        if isinstance(identity, WorkloadIdentity):
+            found.append(IdentityUse(path, identity.client_id))
+    return found
 
 
 def _refuse_local_only(spec: ReplicationTaskSpec) -> None:

@@ -5,29 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from federator.planning.launchers.pods import secret_env, volume_mounts, volumes
+from federator.planning.launchers.pods import DRIVER_CONTAINER, EXECUTOR_CONTAINER, metrics_port, pod_spec
 from federator.planning.task import SparkAppPlan, child_meta
 
 API_VERSION = "spark.apache.org/v1"
 KIND = "SparkApplication"
 PLURAL = "sparkapplications"
 
-DRIVER_CONTAINER = "spark-kubernetes-driver"
-EXECUTOR_CONTAINER = "spark-kubernetes-executor"
 
-
-def _template(plan: SparkAppPlan, container: str, annotations: dict[str, str]) -> dict[str, Any]:
-    return {
-        "podTemplateSpec": {
-            "metadata": {"labels": dict(plan.labels), "annotations": annotations},
-            "spec": {
-                "volumes": volumes(plan),
-                "containers": [
-                    {"name": container, "env": secret_env(plan), "volumeMounts": volume_mounts(plan)}
-                ],
-            },
-        }
-    }
+def _template(plan: SparkAppPlan, spec: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
+    metadata = {"labels": plan.pod_labels, "annotations": annotations}
+    return {"podTemplateSpec": {"metadata": metadata, "spec": spec}}
 
 
 def render(plan: SparkAppPlan) -> dict[str, Any]:
@@ -35,6 +23,7 @@ def render(plan: SparkAppPlan) -> dict[str, Any]:
         **plan.spark_conf,
         "spark.kubernetes.container.image": plan.image,
         "spark.kubernetes.authenticate.driver.serviceAccountName": plan.service_account,
+        "spark.kubernetes.authenticate.executor.serviceAccountName": plan.service_account,
         "spark.kubernetes.driver.podTemplateContainerName": DRIVER_CONTAINER,
         "spark.kubernetes.executor.podTemplateContainerName": EXECUTOR_CONTAINER,
         "spark.driver.cores": str(plan.driver.cores),
@@ -62,7 +51,9 @@ def render(plan: SparkAppPlan) -> dict[str, Any]:
                 },
                 "resourceRetainPolicy": "OnFailure",
             },
-            "driverSpec": _template(plan, DRIVER_CONTAINER, dict(plan.annotations)),
-            "executorSpec": _template(plan, EXECUTOR_CONTAINER, {}),
+            "driverSpec": _template(
+                plan, pod_spec(plan, DRIVER_CONTAINER, [metrics_port(plan)]), dict(plan.annotations)
+            ),
+            "executorSpec": _template(plan, pod_spec(plan, EXECUTOR_CONTAINER), {}),
         },
     }

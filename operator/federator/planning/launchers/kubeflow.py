@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from federator.planning.launchers.pods import secret_env, volume_mounts, volumes
+from federator.planning.launchers.pods import DRIVER_CONTAINER, EXECUTOR_CONTAINER, metrics_port, pod_spec
 from federator.planning.task import SparkAppPlan, child_meta
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
@@ -13,11 +13,10 @@ PLURAL = "sparkapplications"
 
 
 def render(plan: SparkAppPlan) -> dict[str, Any]:
-    pod: dict[str, Any] = {
-        "labels": dict(plan.labels),
-        "env": secret_env(plan),
-        "volumeMounts": volume_mounts(plan),
-    }
+    # Pod details go in pod templates, which Spark itself applies: the spark-operator's own pod fields
+    # (env, volumes, securityContext) need its mutating webhook, which skips pods with a template, and a
+    # pod the webhook missed would be refused in a namespace that enforces Pod Security "restricted".
+    pod: dict[str, Any] = {"labels": plan.pod_labels, "serviceAccount": plan.service_account}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -38,20 +37,19 @@ def render(plan: SparkAppPlan) -> dict[str, Any]:
                 "onFailureRetryInterval": 10,
                 "onSubmissionFailureRetryInterval": 20,
             },
-            "volumes": volumes(plan),
             "driver": {
                 **pod,
                 "cores": plan.driver.cores,
                 "memory": plan.driver.memory,
-                "serviceAccount": plan.service_account,
                 "annotations": dict(plan.annotations),
-                "ports": [{"name": "metrics", "containerPort": plan.metrics_port, "protocol": "TCP"}],
+                "template": {"spec": pod_spec(plan, DRIVER_CONTAINER, [metrics_port(plan)])},
             },
             "executor": {
                 **pod,
                 "instances": plan.executor_instances,
                 "cores": plan.executor.cores,
                 "memory": plan.executor.memory,
+                "template": {"spec": pod_spec(plan, EXECUTOR_CONTAINER)},
             },
         },
     }

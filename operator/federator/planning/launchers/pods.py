@@ -1,5 +1,10 @@
-"""Pod-level pieces both launchers need: secret env vars, the task config, the ConfigMap keys editors
-read, and checkpoint volumes."""
+"""The driver and executor pod templates both launchers hand to Spark: secret env vars, the task config,
+the ConfigMap keys editors read, the checkpoint volume, and what Pod Security "restricted" asks of every
+pod (non-root with the image's uid/gid, no privilege escalation, no capabilities, the runtime's seccomp
+profile, a read-only root filesystem with emptyDir volumes where Spark and Python write).
+
+Spark builds each pod from its template and adds only its own ConfigMap and emptyDir volumes, env vars
+and container ports, so the pods keep what the template says (docs/launchers.md)."""
 
 from __future__ import annotations
 
@@ -7,9 +12,67 @@ from typing import Any
 
 from federator.planning.task import CHECKPOINT_MOUNT, CONFIG_MAP_DIR, TASK_CONFIG_DIR, SparkAppPlan
 
+# The container names Spark looks for in the templates (both Spark operators pass Spark's defaults).
+DRIVER_CONTAINER = "spark-kubernetes-driver"
+EXECUTOR_CONTAINER = "spark-kubernetes-executor"
 TASK_VOLUME = "federator-task"
 CHECKPOINT_VOLUME = "federator-checkpoint"
 CONFIG_MAP_VOLUME = "federator-config-map-{}"  # numbered: ConfigMap names can exceed a volume name
+# Writable scratch on a read-only root: the JVM (native libraries it unpacks, perf data), Python's
+# tempfile, the image entrypoint's user-name files, spark-submit's work files all use /tmp.
+TMP_VOLUME = "tmp"
+TMP_DIR = "/tmp"
+# Spark takes container mounts of volumes named `spark-local-dir-*` as its local dirs (SPARK_LOCAL_DIRS:
+# block manager, spills, state store working copies) instead of adding emptyDirs of its own.
+LOCAL_DIR_VOLUME = "spark-local-dir-1"
+LOCAL_DIR = "/var/data/spark-local-dir-1"
+
+
+def pod_spec(plan: SparkAppPlan, container: str, ports: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The pod template's `spec` for the driver or an executor (``container`` is the name Spark looks
+    for in the template)."""
+    main: dict[str, Any] = {
+        "name": container,
+        "env": secret_env(plan),
+        "volumeMounts": volume_mounts(plan),
+        "securityContext": container_security_context(),
+    }
+    if ports:
+        main["ports"] = ports
+    return {
+        "serviceAccountName": plan.service_account,
+        "securityContext": pod_security_context(plan),
+        "volumes": volumes(plan),
+        "containers": [main],
+    }
+
+
+def metrics_port(plan: SparkAppPlan) -> dict[str, Any]:
+    """The replication app's Prometheus port, declared on the driver container."""
+    return {"name": "metrics", "containerPort": plan.metrics_port, "protocol": "TCP"}
+
+
+def pod_security_context(plan: SparkAppPlan) -> dict[str, Any]:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": plan.run_as_user,
+        "runAsGroup": plan.run_as_group,
+        # Checkpoint volumes are written by the image's group; checked at the volume's root only, so a
+        # large checkpoint is not walked (chown -R) at every pod start.
+        "fsGroup": plan.run_as_group,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def container_security_context() -> dict[str, Any]:
+    return {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
 
 
 def _config_maps(plan: SparkAppPlan) -> dict[str, list[str]]:
@@ -29,7 +92,11 @@ def secret_env(plan: SparkAppPlan) -> list[dict[str, Any]]:
 
 
 def volumes(plan: SparkAppPlan) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = [{"name": TASK_VOLUME, "configMap": {"name": plan.config_map}}]
+    found: list[dict[str, Any]] = [
+        {"name": TASK_VOLUME, "configMap": {"name": plan.config_map}},
+        {"name": TMP_VOLUME, "emptyDir": {}},
+        {"name": LOCAL_DIR_VOLUME, "emptyDir": {}},
+    ]
     for index, (name, keys) in enumerate(_config_maps(plan).items()):
         items = [{"key": key, "path": key} for key in keys]
         found.append({"name": CONFIG_MAP_VOLUME.format(index), "configMap": {"name": name, "items": items}})
@@ -44,7 +111,11 @@ def volumes(plan: SparkAppPlan) -> list[dict[str, Any]]:
 
 
 def volume_mounts(plan: SparkAppPlan) -> list[dict[str, Any]]:
-    mounts: list[dict[str, Any]] = [{"name": TASK_VOLUME, "mountPath": TASK_CONFIG_DIR, "readOnly": True}]
+    mounts: list[dict[str, Any]] = [
+        {"name": TASK_VOLUME, "mountPath": TASK_CONFIG_DIR, "readOnly": True},
+        {"name": TMP_VOLUME, "mountPath": TMP_DIR},
+        {"name": LOCAL_DIR_VOLUME, "mountPath": LOCAL_DIR},
+    ]
     for index, name in enumerate(_config_maps(plan)):
         mounts.append(
             {
