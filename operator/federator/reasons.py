@@ -22,6 +22,10 @@ SECRET_KEY_NOT_FOUND = "SecretKeyNotFound"
 LAUNCHER_NOT_INSTALLED = "LauncherNotInstalled"
 SPARK_APPLICATION_FAILED = "SparkApplicationFailed"
 CONFIG_MAP_NOT_FOUND = "ConfigMapNotFound"  # a ConfigMap (or its key) an editor reads
+# Workload identity: the pods' service account is missing, or not annotated with the connections' identity.
+SERVICE_ACCOUNT_NOT_FOUND = "ServiceAccountNotFound"
+WORKLOAD_IDENTITY_CLIENT_ID_MISSING = "WorkloadIdentityClientIdMissing"
+WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH = "WorkloadIdentityClientIdMismatch"
 # Local mode (`federator run`) only.
 EMULATOR_ENTITY_CONFLICT = "EmulatorEntityConflict"
 EMULATOR_FAILED = "EmulatorFailed"
@@ -58,6 +62,10 @@ FAILOVER_GROUP_NOT_FOUND = "FailoverGroupNotFound"  # Stalled
 # ReplicationTask domain condition SourceReachable (informative: Ready does not depend on it).
 SOURCE_REACHABLE = "Reachable"
 SOURCE_UNREACHABLE = "Unreachable"
+# ReplicationTask domain condition CheckpointVolumeShared (informative, like SourceReachable).
+CHECKPOINT_VOLUME_SHARED = "ReadWriteMany"
+CHECKPOINT_VOLUME_NOT_SHARED = "CheckpointVolumeNotShared"
+CHECKPOINT_VOLUME_NOT_FOUND = "CheckpointVolumeNotFound"
 
 BY_CONDITION: dict[str, tuple[str, ...]] = {
     "Ready": (RUNNING, MIRRORING, ACTIVE),
@@ -87,6 +95,9 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         CONNECTION_STRING_INVALID,
         PAIR_FAILED,
         CONFIG_MAP_NOT_FOUND,
+        SERVICE_ACCOUNT_NOT_FOUND,
+        WORKLOAD_IDENTITY_CLIENT_ID_MISSING,
+        WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH,
         EMULATOR_ENTITY_CONFLICT,
         EMULATOR_FAILED,
         FAILOVER_GROUP_NOT_FOUND,

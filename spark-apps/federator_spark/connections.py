@@ -11,6 +11,7 @@ import json
 import os
 import re
 from dataclasses import asdict, dataclass
+from functools import cache
 from typing import Any
 
 from federator_contract.api.base import EndpointConnection
@@ -99,10 +100,49 @@ def connection_for(config: TaskConfig, endpoint: EndpointConnection) -> Connecti
     )
 
 
-def _credential(connection: Connection) -> Any:
-    from azure.identity import DefaultAzureCredential
+class WorkloadIdentityNotInjected(RuntimeError):
+    """A workload identity connection in a pod the AKS webhook did not prepare."""
 
-    return DefaultAzureCredential(managed_identity_client_id=connection.client_id)
+
+def _credential(connection: Connection) -> Any:
+    """Microsoft Entra workload identity, from what the AKS webhook sets in a pod labelled
+    `azure.workload.identity/use: "true"`: AZURE_TENANT_ID, AZURE_CLIENT_ID (the service account's
+    annotation; a connection's clientId wins), AZURE_FEDERATED_TOKEN_FILE (the projected service account
+    token, exchanged for the identity's) and AZURE_AUTHORITY_HOST (the cloud's Entra ID; the public
+    cloud's when unset)."""
+    env = os.environ
+    client_id = connection.client_id or env.get("AZURE_CLIENT_ID")
+    found = {
+        "AZURE_TENANT_ID": env.get("AZURE_TENANT_ID"),
+        "AZURE_CLIENT_ID": client_id,
+        "AZURE_FEDERATED_TOKEN_FILE": env.get("AZURE_FEDERATED_TOKEN_FILE"),
+    }
+    missing = [name for name, value in found.items() if not value]
+    if missing:
+        raise WorkloadIdentityNotInjected(
+            f"workload identity for {connection.host}: {', '.join(missing)} not set. The AKS workload "
+            "identity webhook sets them in pods labelled azure.workload.identity/use=true whose service "
+            "account is annotated azure.workload.identity/client-id (the operator labels the pods and "
+            "checks the annotation): is the webhook installed in this cluster?"
+        )
+    return _workload_identity_credential(
+        env["AZURE_TENANT_ID"],
+        str(client_id),
+        env["AZURE_FEDERATED_TOKEN_FILE"],
+        env.get("AZURE_AUTHORITY_HOST"),
+    )
+
+
+@cache
+def _workload_identity_credential(
+    tenant_id: str, client_id: str, token_file: str, authority: str | None
+) -> Any:
+    """One credential per identity and process: every client of a worker shares its token cache."""
+    from azure.identity import WorkloadIdentityCredential
+
+    return WorkloadIdentityCredential(
+        tenant_id=tenant_id, client_id=client_id, token_file_path=token_file, authority=authority or None
+    )
 
 
 def eventhub_producer(connection: Connection, event_hub: str) -> Any:

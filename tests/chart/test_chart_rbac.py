@@ -26,6 +26,7 @@ OPERATOR_NAMESPACED: set[Triple] = (
               verbs=("get", "list", "watch", "create", "patch", "delete"))
     | triples("", "events.k8s.io", resources=("events",), verbs=("create", "patch"))
     | triples("", resources=("secrets",), verbs=("get",))
+    | triples("", resources=("serviceaccounts", "persistentvolumeclaims"), verbs=("get",))
 )
 OPERATOR_CLUSTER_ONLY: set[Triple] = (
     triples("apiextensions.k8s.io", resources=("customresourcedefinitions",), verbs=("get", "list", "watch"))

@@ -15,7 +15,7 @@ import pytest
 
 from support.images import ImageRoot
 from support.kube import KubeServer
-from support.orders import orders_secret, orders_task
+from support.orders import orders_secret, orders_service_account, orders_task
 from support.polling import eventually
 from support.resources import ROOT
 
@@ -100,6 +100,7 @@ def test_the_operator_starts_healthy_and_gives_a_task_its_spark_application(
                    timeout=60, message="no health endpoint")
         budget["operatorHealthySeconds"] = time.monotonic() - started
         kube.request("POST", SECRETS, orders_secret())
+        kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", orders_service_account())
         kube.request("POST", RT, orders_task("orders", NS))
         app = eventually(lambda: _get(kube, f"{APPS}/orders"), timeout=90, message="no SparkApplication")
         budget["operatorFirstSparkApplicationSeconds"] = time.monotonic() - started

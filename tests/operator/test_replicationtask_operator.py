@@ -6,8 +6,10 @@ import copy
 import time
 from typing import Any
 
+import pytest
+
 from support.kube import KubeServer
-from support.orders import orders_secret, orders_task
+from support.orders import orders_secret, orders_service_account, orders_task
 from support.polling import eventually
 
 NS = "default"
@@ -24,6 +26,13 @@ def task(name: str = "orders") -> dict[str, Any]:
 
 def secret() -> dict[str, Any]:
     return orders_secret()
+
+
+@pytest.fixture(autouse=True)
+def spark_service_account(kube: KubeServer) -> None:
+    """The example's target signs in with workload identity: the pods' service account, annotated with
+    its client id (tests/operator/test_task_pods_operator.py shows what happens without)."""
+    kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", orders_service_account())
 
 
 def get(kube: KubeServer, path: str) -> dict[str, Any] | None:

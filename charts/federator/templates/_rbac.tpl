@@ -36,6 +36,11 @@ The operator's permissions in a watched namespace, derived from what its handler
 - apiGroups: [""]
   resources: [secrets]
   verbs: [get]
+# What Spark pods need, checked before they start: the service account workload identity signs them in
+# as (its client-id annotation), and whether the checkpoint claim is ReadWriteMany. Read by name only.
+- apiGroups: [""]
+  resources: [serviceaccounts, persistentvolumeclaims]
+  verbs: [get]
 {{- end -}}
 
 {{/* What the Spark driver needs in its namespace to run executors. */}}

@@ -50,6 +50,8 @@ class ResourceRef:
 
 CONFIGMAPS = ResourceRef("v1", "configmaps")
 SECRETS = ResourceRef("v1", "secrets")
+SERVICE_ACCOUNTS = ResourceRef("v1", "serviceaccounts")
+PERSISTENT_VOLUME_CLAIMS = ResourceRef("v1", "persistentvolumeclaims")
 
 
 class KubeClient:

@@ -13,7 +13,14 @@ Obj = dict[str, Any]
 OK, NOTE, WARNING, ERROR = 0, 1, 2, 3
 SEVERITY_NAMES = {OK: "ok", NOTE: "progressing", WARNING: "warning", ERROR: "error"}
 # Domain conditions whose normal state is True (False means something is missing or broken).
-_POSITIVE = {"Ready", "SparkApplicationRunning", "SourceReachable", "RulesProvisioned", "TasksReady"}
+_POSITIVE = {
+    "Ready",
+    "SparkApplicationRunning",
+    "SourceReachable",
+    "CheckpointVolumeShared",
+    "RulesProvisioned",
+    "TasksReady",
+}
 # Conditions whose True is abnormal: kstatus's Reconciling/Stalled, and FailedOver (the group is not where
 # it is meant to be).
 _ABNORMAL_TRUE = {"Reconciling": NOTE, "Stalled": ERROR, "FailedOver": NOTE}

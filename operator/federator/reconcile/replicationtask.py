@@ -16,6 +16,7 @@ from federator.planning.errors import PlanningError
 from federator.planning.following import resolve_following
 from federator.planning.launchers import LAUNCHERS, render_spark_application
 from federator.planning.task import TaskPlan, plan_replication_task
+from federator.reconcile.taskpods import checkpoint_volume, workload_identity_problem
 from federator.settings import OperatorSettings
 from federator.status import conditions as cond
 from federator.status.events import Note
@@ -113,6 +114,8 @@ async def _pass(
         result.condition_updates.append(
             await source_reachable(client, failover, meta["namespace"], following.spec)
         )
+    if (shared := await checkpoint_volume(client, plan.spark_app)) is not None:
+        result.condition_updates.append(shared)
     return result
 
 
@@ -136,6 +139,8 @@ async def _preconditions(
             return Findings(
                 cond.stalled(reasons.SECRET_KEY_NOT_FOUND, message), retry_after=settings.retry_seconds
             )
+    if (identity := await workload_identity_problem(client, plan.spark_app)) is not None:
+        return Findings(cond.stalled(*identity), retry_after=settings.retry_seconds)
     launcher = LAUNCHERS[plan.launcher]
     if not await client.serves(launcher.API_VERSION, launcher.PLURAL):
         message = (

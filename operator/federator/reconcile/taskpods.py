@@ -1,0 +1,100 @@
+"""What a task's Spark pods need from their namespace, checked before they exist: the service account that
+workload identity signs them in as, and a checkpoint claim every pod can mount. Each check reads one
+object (gather) and judges it without I/O (the pure functions below)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federator import reasons
+from federator.kube.client import PERSISTENT_VOLUME_CLAIMS, SERVICE_ACCOUNTS, KubeClient
+from federator.planning.task import SparkAppPlan
+from federator.status import conditions as cond
+
+# The service account annotation the AKS workload identity webhook turns into AZURE_CLIENT_ID.
+CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
+CHECKPOINT_VOLUME_SHARED = "CheckpointVolumeShared"
+READ_WRITE_MANY = "ReadWriteMany"
+
+
+async def workload_identity_problem(client: KubeClient, plan: SparkAppPlan) -> tuple[str, str] | None:
+    """(Stalled reason, message) when the pods could not sign in with workload identity; None when they
+    can, or use none."""
+    if not plan.workload_identities:
+        return None
+    account = await client.get(SERVICE_ACCOUNTS.path(plan.namespace, plan.service_account))
+    return judge_service_account(plan, account)
+
+
+def judge_service_account(plan: SparkAppPlan, account: dict[str, Any] | None) -> tuple[str, str] | None:
+    where = f"ServiceAccount {plan.namespace}/{plan.service_account}"
+    users = ", ".join(use.path for use in plan.workload_identities)
+    if account is None:
+        return reasons.SERVICE_ACCOUNT_NOT_FOUND, (
+            f"{where} does not exist; the Spark pods run under it and sign in as its workload identity "
+            f"({users}). Create it, or set spec.runtime.serviceAccountName"
+        )
+    annotations = (account.get("metadata") or {}).get("annotations") or {}
+    annotated = annotations.get(CLIENT_ID_ANNOTATION, "").strip()
+    if not annotated:
+        return reasons.WORKLOAD_IDENTITY_CLIENT_ID_MISSING, (
+            f"{where} has no annotation {CLIENT_ID_ANNOTATION}, so the workload identity webhook gives "
+            f"the pods no identity to sign in as ({users}); annotate it with the managed identity's client ID"
+        )
+    for use in plan.workload_identities:
+        if use.client_id is not None and use.client_id.lower() != annotated.lower():
+            return reasons.WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH, (
+                f"{use.path} names clientId {use.client_id}, but {where} is annotated "
+                f"{CLIENT_ID_ANNOTATION}={annotated}: the pods get the service account's identity. Make "
+                "them the same (or leave clientId out to use the annotation)"
+            )
+    return None
+
+
+async def checkpoint_volume(client: KubeClient, plan: SparkAppPlan) -> cond.ConditionUpdate | None:
+    """The informative condition CheckpointVolumeShared; None for a checkpoint on no claim (a file URI)."""
+    if plan.checkpoint_pvc is None:
+        return None
+    name = plan.checkpoint_pvc.claim_name
+    claim = await client.get(PERSISTENT_VOLUME_CLAIMS.path(plan.namespace, name))
+    return judge_checkpoint_claim(f"{plan.namespace}/{name}", plan.executor_instances, claim)
+
+
+def judge_checkpoint_claim(name: str, executors: int, claim: dict[str, Any] | None) -> cond.ConditionUpdate:
+    """``name`` is `namespace/claim`. Every task has executors (spec.runtime.executor.instances >= 1), and
+    they mount the checkpoint as the driver does."""
+    where = f"PersistentVolumeClaim {name}"
+    pods = f"the driver and {executors} executor(s)"
+    if claim is None:
+        return cond.ConditionUpdate(
+            CHECKPOINT_VOLUME_SHARED,
+            "Unknown",
+            reasons.CHECKPOINT_VOLUME_NOT_FOUND,
+            f"{where} does not exist: {pods} stay Pending until it does. Create it ReadWriteMany "
+            "(on AKS: storage class azurefile-csi or azurefile-csi-premium)",
+        )
+    # A bound claim's status says what its volume gives; before binding, the spec says what was asked.
+    status, spec = claim.get("status") or {}, claim.get("spec") or {}
+    modes: list[str] = status.get("accessModes") or spec.get("accessModes") or []
+    if READ_WRITE_MANY in modes:
+        return cond.ConditionUpdate(
+            CHECKPOINT_VOLUME_SHARED,
+            "True",
+            reasons.CHECKPOINT_VOLUME_SHARED,
+            f"{where} is ReadWriteMany: {pods} can mount it from any node",
+        )
+    if modes == ["ReadWriteOncePod"]:
+        consequence = "only one pod can mount it, so the others never start"
+    else:
+        consequence = (
+            "all of them mount it (commit records, the Service Bus spool, editor state), so they must run "
+            "on one node: a pod scheduled on another cannot start"
+        )
+    return cond.ConditionUpdate(
+        CHECKPOINT_VOLUME_SHARED,
+        "False",
+        reasons.CHECKPOINT_VOLUME_NOT_SHARED,
+        f"{where} is {', '.join(modes) or 'without access modes'}, not ReadWriteMany, and {pods} use it: "
+        f"{consequence}. Use a ReadWriteMany claim (on AKS: storage class azurefile-csi or "
+        "azurefile-csi-premium; Azure Disk is ReadWriteOnce)",
+    )
