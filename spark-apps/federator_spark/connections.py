@@ -145,30 +145,49 @@ def _workload_identity_credential(
     )
 
 
+def _endpoint(connection: Connection, transport_type: Any) -> dict[str, Any]:
+    """A namespace named with a port (a gateway in front of Azure, the emulator's TLS port) is dialled
+    there: the SDKs otherwise dial AMQP's 5671 whatever the port, and read a custom endpoint without a
+    transport type as WebSockets."""
+    if ":" not in connection.host:
+        return {}
+    return {"custom_endpoint_address": f"sb://{connection.host}", "transport_type": transport_type}
+
+
 def eventhub_producer(connection: Connection, event_hub: str) -> Any:
-    from azure.eventhub import EventHubProducerClient
+    from azure.eventhub import EventHubProducerClient, TransportType
 
     text = connection.resolved_connection_string()
     if text is not None:
         return EventHubProducerClient.from_connection_string(text, eventhub_name=event_hub)
-    return EventHubProducerClient(connection.host, event_hub, _credential(connection))
+    return EventHubProducerClient(
+        connection.host, event_hub, _credential(connection), **_endpoint(connection, TransportType.Amqp)
+    )
 
 
 def eventhub_consumer(connection: Connection, event_hub: str, consumer_group: str) -> Any:
-    from azure.eventhub import EventHubConsumerClient
+    from azure.eventhub import EventHubConsumerClient, TransportType
 
     text = connection.resolved_connection_string()
     if text is not None:
         return EventHubConsumerClient.from_connection_string(
             text, consumer_group=consumer_group, eventhub_name=event_hub
         )
-    return EventHubConsumerClient(connection.host, event_hub, consumer_group, _credential(connection))
+    return EventHubConsumerClient(
+        connection.host,
+        event_hub,
+        consumer_group,
+        _credential(connection),
+        **_endpoint(connection, TransportType.Amqp),
+    )
 
 
 def servicebus_client(connection: Connection) -> Any:
-    from azure.servicebus import ServiceBusClient
+    from azure.servicebus import ServiceBusClient, TransportType
 
     text = connection.resolved_connection_string()
     if text is not None:
         return ServiceBusClient.from_connection_string(text)
-    return ServiceBusClient(connection.host, _credential(connection))
+    return ServiceBusClient(
+        connection.host, _credential(connection), **_endpoint(connection, TransportType.Amqp)
+    )
