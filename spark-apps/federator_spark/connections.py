@@ -100,6 +100,11 @@ def connection_for(config: TaskConfig, endpoint: EndpointConnection) -> Connecti
     )
 
 
+# A PEM file of the certificate authorities to trust for TLS to the namespaces and to Microsoft Entra ID
+# instead of the public ones (a TLS-inspecting proxy, a private CA): the SDKs read only their own bundle.
+CA_BUNDLE_ENV = "FEDERATOR_CA_BUNDLE"
+
+
 class WorkloadIdentityNotInjected(RuntimeError):
     """A workload identity connection in a pod the AKS webhook did not prepare."""
 
@@ -130,28 +135,39 @@ def _credential(connection: Connection) -> Any:
         str(client_id),
         env["AZURE_FEDERATED_TOKEN_FILE"],
         env.get("AZURE_AUTHORITY_HOST"),
+        env.get(CA_BUNDLE_ENV) or None,
     )
 
 
 @cache
 def _workload_identity_credential(
-    tenant_id: str, client_id: str, token_file: str, authority: str | None
+    tenant_id: str, client_id: str, token_file: str, authority: str | None, ca_bundle: str | None
 ) -> Any:
     """One credential per identity and process: every client of a worker shares its token cache."""
     from azure.identity import WorkloadIdentityCredential
 
     return WorkloadIdentityCredential(
-        tenant_id=tenant_id, client_id=client_id, token_file_path=token_file, authority=authority or None
+        tenant_id=tenant_id,
+        client_id=client_id,
+        token_file_path=token_file,
+        authority=authority or None,
+        **({"connection_verify": ca_bundle} if ca_bundle else {}),
     )
 
 
+def _tls() -> dict[str, Any]:
+    """The SDK clients' trust: FEDERATOR_CA_BUNDLE when set, else the SDKs' own bundle."""
+    bundle = os.environ.get(CA_BUNDLE_ENV)
+    return {"connection_verify": bundle} if bundle else {}
+
+
 def _endpoint(connection: Connection, transport_type: Any) -> dict[str, Any]:
-    """A namespace named with a port (a gateway in front of Azure, the emulator's TLS port) is dialled
-    there: the SDKs otherwise dial AMQP's 5671 whatever the port, and read a custom endpoint without a
-    transport type as WebSockets."""
+    """Where and with what trust a credential-based client dials its namespace. One named with a port (a
+    gateway in front of Azure, the emulator's TLS port) is dialled there: the SDKs otherwise dial AMQP's
+    5671 whatever the port, and read a custom endpoint without a transport type as WebSockets."""
     if ":" not in connection.host:
-        return {}
-    return {"custom_endpoint_address": f"sb://{connection.host}", "transport_type": transport_type}
+        return _tls()
+    return {"custom_endpoint_address": f"sb://{connection.host}", "transport_type": transport_type, **_tls()}
 
 
 def eventhub_producer(connection: Connection, event_hub: str) -> Any:
@@ -159,7 +175,7 @@ def eventhub_producer(connection: Connection, event_hub: str) -> Any:
 
     text = connection.resolved_connection_string()
     if text is not None:
-        return EventHubProducerClient.from_connection_string(text, eventhub_name=event_hub)
+        return EventHubProducerClient.from_connection_string(text, eventhub_name=event_hub, **_tls())
     return EventHubProducerClient(
         connection.host, event_hub, _credential(connection), **_endpoint(connection, TransportType.Amqp)
     )
@@ -171,7 +187,7 @@ def eventhub_consumer(connection: Connection, event_hub: str, consumer_group: st
     text = connection.resolved_connection_string()
     if text is not None:
         return EventHubConsumerClient.from_connection_string(
-            text, consumer_group=consumer_group, eventhub_name=event_hub
+            text, consumer_group=consumer_group, eventhub_name=event_hub, **_tls()
         )
     return EventHubConsumerClient(
         connection.host,
@@ -187,7 +203,7 @@ def servicebus_client(connection: Connection) -> Any:
 
     text = connection.resolved_connection_string()
     if text is not None:
-        return ServiceBusClient.from_connection_string(text)
+        return ServiceBusClient.from_connection_string(text, **_tls())
     return ServiceBusClient(
         connection.host, _credential(connection), **_endpoint(connection, TransportType.Amqp)
     )

@@ -59,6 +59,13 @@ def test_a_connections_client_id_names_the_identity(webhook_env: Path) -> None:
     assert connections._credential(_connection(NAMED)).kwargs["client_id"] == NAMED
 
 
+def test_a_ca_bundle_of_the_pod_is_trusted_for_the_token_endpoint(
+    webhook_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FEDERATOR_CA_BUNDLE", str(tmp_path / "ca.pem"))
+    assert connections._credential(_connection()).kwargs["connection_verify"] == str(tmp_path / "ca.pem")
+
+
 def test_without_an_authority_host_azure_identity_chooses_the_public_cloud(
     webhook_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
