@@ -131,6 +131,8 @@ def test_spark_and_python_write_only_on_volumes() -> None:
     for pod_id, template in PODS:
         # The JVM, Python's tempfile and the image entrypoint write /tmp.
         assert "emptyDir" in _writable_mount(template, TMP_DIR)[1], pod_id
+        # Relative paths too (an executor's SparkFiles root, a JVM crash log).
+        assert "emptyDir" in _writable_mount(template, main_container(template)["workingDir"])[1], pod_id
         # Spark's local dirs: its volumes are the mounts named spark-local-dir-* (SPARK_LOCAL_DIRS).
         mount, volume = _writable_mount(template, LOCAL_DIR)
         assert mount["name"].startswith("spark-local-dir-") and "emptyDir" in volume, pod_id

@@ -33,6 +33,9 @@ def pod_spec(plan: SparkAppPlan, container: str, ports: list[dict[str, Any]] | N
     for in the template)."""
     main: dict[str, Any] = {
         "name": container,
+        # Relative writes land on the scratch volume too: an executor's SparkFiles root is its working
+        # directory, and a JVM writes its crash log there.
+        "workingDir": TMP_DIR,
         "env": secret_env(plan),
         "volumeMounts": volume_mounts(plan),
         "securityContext": container_security_context(),
