@@ -16,6 +16,7 @@ from federator.settings import OperatorSettings
 from federator_contract.api.kinds import REPLICATION_TASK
 from federator_spark import metrics
 from support.kube import KubeServer
+from support.orders import orders_service_account
 from support.polling import eventually
 
 PODS = f"/api/v1/namespaces/{NS}/pods"
@@ -80,6 +81,7 @@ def test_lag_per_partition_and_translation_reach_the_task_status(
 ) -> None:
     kube = federator_operator
     kube.request("POST", SECRETS, secret())
+    kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", orders_service_account())
     kube.request("POST", RT, task())
     eventually(lambda: get(kube, f"{APPS}/orders"))
     pod, pod_status = driver_pod()
