@@ -95,7 +95,7 @@ def test_a_consumer_follows_the_failover_without_loss(tmp_path: Path, target_par
         manifest.write_text(
             EXAMPLE.read_text().replace("  mode: manual\n", "  mode: manual\n  activeMember: secondary\n")
         )
-        endpoints = state / "groups" / "default" / "orders" / "endpoints.json"
+        endpoints = state / "groups" / "default" / "orders-consumers" / "endpoints.json"
         eventually(
             lambda: json.loads(endpoints.read_text()).get("consumerMember") == "secondary", 60, "no switch"
         )
