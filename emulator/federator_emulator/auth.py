@@ -1,7 +1,9 @@
 """Shared Access Signature tokens: verification of CBS put-token requests and grants.
 
-A token signs ``quote_plus(resource) + "\\n" + expiry`` with HMAC-SHA256 keyed by the SAS
-key's UTF-8 bytes (the key is not base64-decoded, matching the Azure SDKs).
+A token signs ``sr + "\\n" + se`` with HMAC-SHA256 keyed by the SAS key's UTF-8 bytes (the key
+is not base64-decoded, matching the Azure SDKs). As on Azure, the signature covers ``sr`` exactly
+as it appears in the token: the SDKs send it URL-encoded and sign the encoded form, while the
+SDK samples (and many applications) send the plain URI and sign that.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import hmac
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, quote, quote_plus, unquote, urlparse
+from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlparse
 
 SAS_PREFIX = "SharedAccessSignature "
 
@@ -37,16 +39,27 @@ def covers(granted: str, requested: str) -> bool:
     return granted == "" or requested == granted or requested.startswith(granted + "/")
 
 
-def sign(resource: str, expiry: int, key: str) -> str:
-    string_to_sign = f"{quote_plus(resource)}\n{expiry}".encode()
+def sign(signed_resource: str, expiry: int | str, key: str) -> str:
+    """The signature of ``signed_resource`` (``sr`` as it is written in the token)."""
+    string_to_sign = f"{signed_resource}\n{expiry}".encode()
     digest = hmac.new(key.encode(), string_to_sign, hashlib.sha256).digest()
     return base64.b64encode(digest).decode()
 
 
 def generate_sas_token(resource: str, key_name: str, key: str, expiry: int) -> str:
-    """Build a token the way the SDKs do (used by tests and tools)."""
-    signature = quote(sign(resource, expiry, key), safe="")
-    return f"{SAS_PREFIX}sr={quote_plus(resource)}&sig={signature}&se={expiry}&skn={key_name}"
+    """Build a token the way the SDKs do: ``sr`` URL-encoded, and signed in that form."""
+    encoded = quote_plus(resource)
+    signature = quote(sign(encoded, expiry, key), safe="")
+    return f"{SAS_PREFIX}sr={encoded}&sig={signature}&se={expiry}&skn={key_name}"
+
+
+def _token_fields(token: str) -> dict[str, str]:
+    """The token's fields as written (not URL-decoded): ``sr`` is signed in that form."""
+    fields: dict[str, str] = {}
+    for part in token[len(SAS_PREFIX) :].split("&"):
+        name, _, value = part.partition("=")
+        fields.setdefault(name, value)
+    return fields
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,7 @@ def verify_sas_token(token: str, audience: str, keys: Mapping[str, str], now: fl
     """
     if not token.startswith(SAS_PREFIX):
         raise AuthError("only SharedAccessSignature tokens are accepted by the emulator")
-    fields = {k: v[0] for k, v in parse_qs(token[len(SAS_PREFIX) :], keep_blank_values=True).items()}
+    fields = _token_fields(token)
     missing = {"sr", "sig", "se", "skn"} - fields.keys()
     if missing:
         raise AuthError(f"malformed SAS token: missing {sorted(missing)}")
@@ -73,14 +86,14 @@ def verify_sas_token(token: str, audience: str, keys: Mapping[str, str], now: fl
         expiry = int(fields["se"])
     except ValueError:
         raise AuthError("malformed SAS token: se is not an integer") from None
-    expected = sign(fields["sr"], expiry, key)
-    if not hmac.compare_digest(expected.encode(), fields["sig"].encode()):
+    expected = sign(fields["sr"], fields["se"], key)
+    if not hmac.compare_digest(expected.encode(), unquote(fields["sig"]).encode()):
         raise AuthError("invalid SAS signature")
     if expiry <= (time.time() if now is None else now):
         raise AuthError("SAS token expired")
-    granted = entity_path(fields["sr"])
-    if not covers(granted, entity_path(audience)):
-        raise AuthError(f"token for {fields['sr']!r} does not cover audience {audience!r}")
+    resource = unquote_plus(fields["sr"])
+    if not covers(entity_path(resource), entity_path(audience)):
+        raise AuthError(f"token for {resource!r} does not cover audience {audience!r}")
     return Grant(path=entity_path(audience), expires_at=float(expiry))
 
 
