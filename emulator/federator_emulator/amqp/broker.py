@@ -22,8 +22,11 @@ from federator_emulator.amqp.endpoints import (
     Endpoint,
     Refused,
     condition,
+    mirror_termini,
+    refuse,
     reject,
 )
+from federator_emulator.amqp.sessionwait import SessionWait
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.namespace import NamespaceState
 
@@ -76,27 +79,27 @@ class Broker:
         event.session.close()
 
     def on_link_remote_open(self, event: Any) -> None:
-        link: Any = event.link
+        self._attach(event.link, event.container)
+
+    def _attach(self, link: Any, container: Any) -> None:
+        """Answer a client's attach: open the link with its endpoint, make it wait, or refuse it."""
         ctx = _context(link)
-        if link.is_sender:
-            link.source.address = link.remote_source.address
-            link.target.address = link.remote_target.address
-        else:
-            link.target.address = link.remote_target.address
-            link.source.address = link.remote_source.address
-        link.snd_settle_mode = link.remote_snd_settle_mode
-        link.rcv_settle_mode = link.remote_rcv_settle_mode
-        link.max_message_size = ctx.namespace.config.max_message_size_bytes
         try:
             endpoint = self._endpoint(ctx, link)
         except Refused as exc:
             logger.info("refusing link to %s: %s", self._address(link), exc)
-            link.open()
-            link.condition = condition(exc.name, str(exc))
-            link.close()
+            refuse(link, exc.name, str(exc))
+            return
+        except servicebus.NoSessionYet as wait:
+            # Answered once a session can be locked, or refused when the requested time is up.
+            ctx.endpoints.add(SessionWait(ctx, link, wait, container, lambda: self._attach(link, container)))
             return
         link.fed_endpoint = endpoint
         ctx.endpoints.add(endpoint)
+        mirror_termini(link)
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.rcv_settle_mode = link.remote_rcv_settle_mode
+        link.max_message_size = ctx.namespace.config.max_message_size_bytes
         link.open()
         if link.is_receiver:
             link.flow(_CREDIT)

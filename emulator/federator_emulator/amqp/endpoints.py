@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cproton
-from proton import Condition, Delivery, Link, LinkException, Message, symbol
+from proton import Condition, Delivery, Link, LinkException, Message, Terminus, symbol
 
 from federator_emulator.amqp import codec
 from federator_emulator.auth import ConnectionGrants
@@ -112,6 +112,25 @@ class Endpoint:
         self.link.fed_endpoint = None
         self.link.condition = condition(name, description)
         self.link.close()
+
+
+def mirror_termini(link: Any) -> None:
+    """Answer an attach with the client's own source and target: the link exists as asked."""
+    link.source.address = link.remote_source.address
+    link.target.address = link.remote_target.address
+
+
+def refuse(link: Any, name: str, description: str) -> None:
+    """Refuse an attach as AMQP 1.0 §2.6.3 says and Azure does: an attach whose terminus on our side
+    is null (the source when we would send, the target when we would receive), then a detach carrying
+    the error. The SDKs then fail the link with the error instead of believing it opened."""
+    ours = link.source if link.is_sender else link.target
+    ours.type = Terminus.UNSPECIFIED
+    other = link.target if link.is_sender else link.source
+    other.address = (link.remote_target if link.is_sender else link.remote_source).address
+    link.open()
+    link.condition = condition(name, description)
+    link.close()
 
 
 def accept(delivery: Delivery) -> None:

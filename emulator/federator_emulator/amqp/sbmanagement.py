@@ -28,6 +28,10 @@ from federator_emulator.state.sessions import SessionUnavailable
 logger = logging.getLogger(__name__)
 
 SESSION_LOCK_LOST = "com.microsoft:session-lock-lost"
+SESSION_NOT_FOUND = "com.microsoft:session-not-found"
+# ``last-updated-time`` of DateTime.MaxValue (as .NET encodes it) asks for every session with active
+# messages or a stored state; an earlier time, for the sessions whose state was set after it.
+_ALL_SESSIONS_MS = 253402300800000
 _PEEK_LOCK = 1  # receiver-settle-mode value of ServiceBusReceiveMode.PEEK_LOCK
 _OK = (200, "OK")
 _NO_CONTENT = (204, "No Content")
@@ -61,6 +65,7 @@ class Management(Endpoint):
             "com.microsoft:renew-session-lock": self._renew_session_lock,
             "com.microsoft:get-session-state": self._get_session_state,
             "com.microsoft:set-session-state": self._set_session_state,
+            "com.microsoft:get-message-sessions": self._get_message_sessions,
         }
 
     def on_message(self, delivery: Delivery, payload: bytes) -> None:
@@ -90,6 +95,9 @@ class Management(Endpoint):
             return
         except SessionUnavailable as exc:
             reply(self.ctx, self.link, request, 410, str(exc), error=SESSION_LOCK_LOST)
+            return
+        except OperationError as exc:
+            reply(self.ctx, self.link, request, exc.status, str(exc), error=exc.condition)
             return
         self.namespace.journal.commit()
         reply(self.ctx, self.link, request, status, description, body=result)
@@ -166,6 +174,20 @@ class Management(Endpoint):
             str(body.get("session-id")), None if state is None else bytes(state)
         )
         return _OK, None
+
+    def _get_message_sessions(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        sessions = self._receivable().sessions
+        last_updated = body.get("last-updated-time")
+        last_updated_ms = _ALL_SESSIONS_MS if last_updated is None else int(last_updated)
+        if last_updated_ms >= _ALL_SESSIONS_MS:
+            found = self._receivable().active_sessions() | sessions.with_state()
+        else:
+            found = sessions.state_updated_after(last_updated_ms / 1000)
+        skip = int(body.get("skip", 0))
+        page = sorted(found)[skip : skip + int(body.get("top", len(found)))]
+        if not page:
+            raise OperationError(204, SESSION_NOT_FOUND, "There are no sessions matching the query.")
+        return _OK, {"skip": skip, "sessions-ids": _array(Data.STRING, page)}
 
     def _cancel_scheduled(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
         target = resolve_sendable(self.ctx, self.parts)

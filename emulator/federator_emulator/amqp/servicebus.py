@@ -36,6 +36,7 @@ TIMEOUT = "com.microsoft:timeout"
 _DOTNET_EPOCH_TICKS = 621355968000000000
 _BATCH_SIZE = 1024 * 1024  # Azure's batch limit; a namespace with a smaller message size limit announces that
 DEAD_LETTER_QUEUE = "$deadletterqueue"
+DEFAULT_SESSION_WAIT_SECONDS = 60.0
 
 
 def resolve_receivable(ctx: ConnectionContext, parts: list[str]) -> ReceivableEntity:
@@ -84,11 +85,29 @@ def entity_endpoint(ctx: ConnectionContext, link: Link, parts: list[str]) -> End
     try:
         receiver.session = entity.accept_session(None if requested is None else str(requested), receiver)
     except SessionUnavailable as exc:
-        raise Refused(SESSION_CANNOT_BE_LOCKED if requested is not None else TIMEOUT, str(exc)) from None
+        if requested is not None:
+            raise Refused(SESSION_CANNOT_BE_LOCKED, str(exc)) from None
+        raise NoSessionYet(entity, session_wait_seconds(link)) from None
     # The SDK learns the session id and its lock expiry from our attach.
     link.source.filter.put_dict({SESSION_FILTER: receiver.session.session_id})
     link.properties = {LOCKED_UNTIL_UTC: dotnet_ticks(receiver.session.locked_until)}
     return receiver
+
+
+class NoSessionYet(Exception):
+    """A next-available-session receiver found no session to lock: it waits (``amqp.sessionwait``)."""
+
+    def __init__(self, entity: ReceivableEntity, wait_seconds: float) -> None:
+        super().__init__(f"no session of {entity.path} is available")
+        self.entity = entity
+        self.wait_seconds = wait_seconds
+
+
+def session_wait_seconds(link: Link) -> float:
+    """How long a next-available-session attach may wait: the client's ``com.microsoft:timeout``
+    link property (milliseconds), else Service Bus's default operation timeout."""
+    timeout = (link.remote_properties or {}).get(symbol(TIMEOUT))
+    return DEFAULT_SESSION_WAIT_SECONDS if timeout is None else int(timeout) / 1000
 
 
 def dotnet_ticks(epoch_seconds: float) -> int:

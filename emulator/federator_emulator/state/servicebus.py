@@ -348,6 +348,14 @@ class ReceivableEntity:
             found.append(message)
         return found
 
+    def active_sessions(self) -> set[str]:
+        """Sessions with active messages (available or locked; not deferred or scheduled)."""
+        return {
+            m.session_id
+            for m in self.messages.values()
+            if m.session_id is not None and m.state is MessageState.ACTIVE
+        }
+
     def cancel_scheduled(self, sequence_numbers: Iterable[int]) -> None:
         for seq in sequence_numbers:
             message = self.messages.get(seq)
@@ -418,7 +426,8 @@ class ReceivableEntity:
             if message.state is MessageState.ACTIVE:
                 self._make_available(message)
         elif kind == "sst":
-            self.sessions.replay_state(meta["sid"], None if meta["none"] else payload)
+            # Records written before update times were journaled count as updated at the epoch.
+            self.sessions.replay_state(meta["sid"], None if meta["none"] else payload, meta.get("t", 0.0))
 
 
 class DeadLetterQueue(ReceivableEntity):

@@ -27,6 +27,7 @@ class SessionRegistry:
         self.clock = clock
         self._locks: dict[str, SessionLock] = {}
         self._states: dict[str, bytes] = {}
+        self._state_updated: dict[str, float] = {}  # when each session's state was last set
 
     def holder(self, session_id: str) -> Any:
         """Who holds the session's lock now (None when free or expired)."""
@@ -57,13 +58,23 @@ class SessionRegistry:
         return self._states.get(session_id)
 
     def set_state(self, session_id: str, state: bytes | None) -> None:
+        now = self.clock()
         self.journal.write(
-            {"k": "sst", "e": self.path, "sid": session_id, "none": state is None}, state or b""
+            {"k": "sst", "e": self.path, "sid": session_id, "none": state is None, "t": now}, state or b""
         )
-        self.replay_state(session_id, state)
+        self.replay_state(session_id, state, now)
 
-    def replay_state(self, session_id: str, state: bytes | None) -> None:
+    def replay_state(self, session_id: str, state: bytes | None, updated_at: float) -> None:
+        self._state_updated[session_id] = updated_at
         if state is None:
             self._states.pop(session_id, None)
         else:
             self._states[session_id] = state
+
+    def with_state(self) -> set[str]:
+        """Sessions that hold a stored state."""
+        return set(self._states)
+
+    def state_updated_after(self, since: float) -> set[str]:
+        """Sessions whose state was set (or cleared) after ``since`` (epoch seconds)."""
+        return {sid for sid, updated in self._state_updated.items() if updated > since}
