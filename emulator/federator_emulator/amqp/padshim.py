@@ -9,6 +9,9 @@ only touches the transport through ``pending``/``peek``/``pop``, and we wrap tho
 
 Explicit trailing nulls are valid AMQP, so padding every proton transport in the
 process is harmless for other peers; that is why the patch is installed class-wide.
+
+The same patch passes incoming bytes (``push``) and our dispositions through
+``sequencing.DeliveryIds``, which tolerates the SDKs' out-of-sequence delivery-ids.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import threading
 from typing import Any
 
 from proton import Transport
+
+from federator_emulator.amqp.sequencing import DeliveryIds
 
 # Field count per performative descriptor code (AMQP 1.0 §2.7).
 _FIELD_COUNTS = {
@@ -74,11 +79,12 @@ def pad_frame(frame: bytes) -> bytes:
 class _PaddedOutput:
     """Per-transport buffers: raw bytes not yet split into frames, and padded bytes."""
 
-    __slots__ = ("padded", "raw")
+    __slots__ = ("ids", "padded", "raw")
 
-    def __init__(self) -> None:
+    def __init__(self, ids: DeliveryIds) -> None:
         self.raw = bytearray()
         self.padded = bytearray()
+        self.ids = ids
 
     def feed(self, data: bytes) -> None:
         self.raw += data
@@ -96,16 +102,26 @@ class _PaddedOutput:
             (size,) = struct.unpack_from(">I", raw, pos)
             if len(raw) - pos < size:
                 break
-            self.padded += pad_frame(bytes(raw[pos : pos + size]))
+            for frame in self.ids.outgoing(bytes(raw[pos : pos + size])):
+                self.padded += pad_frame(frame)
             pos += size
         del raw[:pos]
+
+
+def _ids(transport: Any) -> DeliveryIds:
+    try:
+        ids: DeliveryIds = transport._federator_ids
+    except AttributeError:
+        ids = DeliveryIds()
+        transport._federator_ids = ids
+    return ids
 
 
 def _buffer(transport: Any) -> _PaddedOutput:
     try:
         out: _PaddedOutput = transport._federator_pad
     except AttributeError:
-        out = _PaddedOutput()
+        out = _PaddedOutput(_ids(transport))
         transport._federator_pad = out
     return out
 
@@ -117,6 +133,7 @@ def install() -> None:
         if _installed:
             return
         original_pending, original_peek, original_pop = Transport.pending, Transport.peek, Transport.pop
+        original_push = Transport.push
 
         def pending(self: Transport) -> int:
             out = _buffer(self)
@@ -148,7 +165,19 @@ def install() -> None:
             else:
                 original_pop(self, size)
 
+        def push(self: Transport, data: bytes) -> None:
+            whole = _ids(self).incoming(data)
+            # A renumbered id may take a few more bytes than the client's: push what proton takes, in
+            # turns (it processes whole frames at once, which frees its buffer for the rest).
+            while whole:
+                capacity = self.capacity()
+                if capacity <= 0:
+                    return  # closed for input: proton drops what arrives after its end of stream
+                original_push(self, whole[:capacity])
+                whole = whole[capacity:]
+
         # Class-level patch: proton's I/O looks the methods up on the class.
+        Transport.push = push  # type: ignore[method-assign,assignment]
         Transport.pending = pending  # type: ignore[method-assign]
         Transport.peek = peek  # type: ignore[method-assign]
         Transport.pop = pop  # type: ignore[method-assign]
