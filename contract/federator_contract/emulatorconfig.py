@@ -186,8 +186,11 @@ class NamespaceConfig(_Model):
     host: str = "127.0.0.1"
     # 0 asks the OS for a free port; the ready file says which one was bound.
     amqp_port: int = Field(default=0, ge=0, le=65535)
-    # The HTTPS management port (ATOM for this namespace, ARM and DNS for all); 0 = ephemeral.
+    # The namespace's TLS port: HTTPS management (ATOM for this namespace, ARM, DNS and the token
+    # endpoint for all), AMQP over TLS and AMQP over WebSockets; 0 = ephemeral.
     https_port: int = Field(default=0, ge=0, le=65535)
+    # Optionally a second port with the same services, e.g. 5671 beside 443 where clients use Azure's ports.
+    amqps_port: int | None = Field(default=None, ge=0, le=65535)
     arm: ArmCoordinates = Field(default_factory=ArmCoordinates)
     # The largest message (or batch) a sender may transfer, announced on every link: Azure's limit is
     # 256 KB for Event Hubs Basic and Service Bus Standard, 1 MB for Event Hubs Standard.

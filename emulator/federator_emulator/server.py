@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -52,9 +53,10 @@ class NamespaceEndpoint:
     host: str
     amqp_port: int
     connection_strings: dict[str, str]  # SAS key name -> connection string
-    https_port: int
-    ca_path: Path  # the CA that issued the HTTPS certificate (clients' ``connection_verify``)
+    https_port: int  # the TLS port: HTTPS management, AMQP over TLS and AMQP over WebSockets
+    ca_path: Path  # the CA that issued the TLS certificate (clients' ``connection_verify``)
     arm: ArmCoordinates  # with ``namespace_name`` filled in
+    amqps_port: int | None = None  # a second TLS port with the same services, if configured
 
     @property
     def https_endpoint(self) -> str:
@@ -71,6 +73,12 @@ class NamespaceEndpoint:
         """The connection string of the first configured key."""
         return next(iter(self.connection_strings.values()))
 
+    @property
+    def custom_endpoint_address(self) -> str:
+        """What the SDKs take as ``custom_endpoint_address`` to reach the TLS port: with TLS they
+        ignore the port in the namespace and would dial Azure's 5671 (or 443 for WebSockets)."""
+        return f"sb://{self.host}:{self.https_port}"
+
     def ready_entry(self) -> dict[str, Any]:
         return {
             "amqpHost": self.host,
@@ -81,6 +89,8 @@ class NamespaceEndpoint:
             "armEndpoint": self.https_endpoint,
             "fullyQualifiedNamespace": self.fully_qualified_namespace,
             "caCertificatePath": str(self.ca_path),
+            "customEndpointAddress": self.custom_endpoint_address,
+            "amqpsPort": self.amqps_port,
             "subscriptionId": self.arm.subscription_id,
             "resourceGroup": self.arm.resource_group,
             "namespaceName": self.arm.namespace_name,
@@ -124,7 +134,7 @@ class Emulator:
         self._container = Container(self._control)
         self._injector = EventInjector()
         self._container.selectable(self._injector)
-        self._acceptors: list[SaslAcceptor] = []
+        self._acceptors: dict[str, SaslAcceptor] = {}
         self._brokers: list[Broker] = []
         self._journals: list[Journal] = []
         self._timer: Task | None = None
@@ -139,10 +149,13 @@ class Emulator:
             journal, records = self._open_journal("_dns")
             dns = DnsStore(self.config.dns_zones, journal)
             dns.replay(records)
-            self.management = ManagementServer(self, self.namespaces, dns, self.data_dir)
+            self.management = ManagementServer(self, self.namespaces, dns, self.data_dir, self._adopt)
             for name, port in self.management.ports.items():
                 self.endpoints[name] = dataclasses.replace(
-                    self.endpoints[name], https_port=port, ca_path=self.management.ca_path
+                    self.endpoints[name],
+                    https_port=port,
+                    amqps_port=self.management.amqps_ports.get(name),
+                    ca_path=self.management.ca_path,
                 )
         except BaseException:
             self._release()
@@ -167,7 +180,7 @@ class Emulator:
         host = client_host(ns_config.host)
         self.namespaces[ns_config.name] = state
         self._brokers.append(broker)
-        self._acceptors.append(acceptor)
+        self._acceptors[ns_config.name] = acceptor
         self.endpoints[ns_config.name] = NamespaceEndpoint(
             name=ns_config.name,
             host=host,
@@ -197,7 +210,7 @@ class Emulator:
 
     def _release(self) -> None:
         """Close what the container does not own: listening sockets, journals, the wakeup pipe."""
-        for acceptor in self._acceptors:
+        for acceptor in self._acceptors.values():
             acceptor.close()
             acceptor.socket.close()
         for journal in self._journals:
@@ -218,7 +231,7 @@ class Emulator:
         self._stopping = True
         if self._timer is not None:
             self._timer.cancel()
-        for acceptor in self._acceptors:
+        for acceptor in self._acceptors.values():
             acceptor.close()
         for broker in self._brokers:
             for connection in list(broker.connections):
@@ -228,6 +241,11 @@ class Emulator:
         self._injector.close()
 
     # -- other threads -----------------------------------------------------------------------
+    def _adopt(self, namespace: str, sock: socket.socket) -> None:
+        """Serve an AMQP connection whose TLS or WebSocket layer ended on the TLS port (thread-safe)."""
+        acceptor = self._acceptors[namespace]
+        self.submit(lambda: acceptor.adopt(sock))
+
     def request_stop(self) -> None:
         """Ask the reactor thread to close everything and return from ``run`` (thread-safe)."""
         self._injector.trigger(ApplicationEvent("federator_stop"))

@@ -38,6 +38,12 @@ class SaslAcceptor(Acceptor):
     def on_selectable_readable(self, event: Any) -> None:
         sock, name = IO.accept(self._selectable)  # type: ignore[arg-type]  # delegates to the socket
         logger.debug("accepted AMQP connection from %s", name)
+        self.adopt(sock, name)
+
+    def adopt(self, sock: socket.socket, name: tuple[str, int] = ("bridge", 0)) -> None:
+        """Serve a connected socket as an AMQP connection (reactor thread): an accepted one, or one
+        end of a socket pair carrying a connection whose TLS or WebSocket layer ended elsewhere."""
+        sock.setblocking(False)
         container = self._reactor
         connection: Any = container.connection(self._handler or container.handler)
         connection._acceptor = self

@@ -1,10 +1,11 @@
-"""The HTTPS listeners: one per namespace, served by aiohttp on a thread of their own.
+"""The TLS listeners: one port per namespace (plus ``amqpsPort`` if configured), on a thread of their own.
 
-Each namespace gets its own port because ``ServiceBusAdministrationClient`` always calls
-``https://<fully_qualified_namespace>`` with entity paths that do not name the namespace
-(ATOM). ARM and DNS paths do name their namespace or zone, so every port serves them for
-all namespaces. Sockets are bound when the server is built, so the ports are known (and
-the ready file can be written) before the thread starts; connections wait in the backlog.
+Each port serves HTTPS management, AMQP over TLS and AMQP over WebSockets (``federator_emulator.edge``),
+so one host name serves every client. Each namespace gets its own port because
+``ServiceBusAdministrationClient`` always calls ``https://<fully_qualified_namespace>`` with entity
+paths that do not name the namespace (ATOM). ARM and DNS paths do name their namespace or zone, so
+every port serves them for all namespaces. Sockets are bound when the server is built, so the ports
+are known (and the ready file can be written) before the thread starts; connections wait in the backlog.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import shutil
 import socket
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
 
-from federator_contract.emulatorconfig import NamespaceConfig
+from federator_emulator.edge import websocket
+from federator_emulator.edge.listener import Connections, FirstBytes
 from federator_emulator.mgmt import tls
 from federator_emulator.mgmt.arm import ArmApi
 from federator_emulator.mgmt.atom import AtomApi
@@ -39,9 +42,13 @@ def client_host(bind_host: str) -> str:
     return "localhost" if bind_host in (*_WILDCARDS, "127.0.0.1") else bind_host
 
 
-def _bind(config: NamespaceConfig) -> socket.socket:
-    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
-    return socket.create_server((config.host, config.https_port), family=family, reuse_port=False)
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, reuse_port=False)
+
+
+# Hands an AMQP connection that ended TLS (or WebSockets) here to the namespace's broker.
+AdoptInto = Callable[[str, socket.socket], None]
 
 
 class ManagementServer:
@@ -53,19 +60,25 @@ class ManagementServer:
         namespaces: dict[str, NamespaceState],
         dns: DnsStore,
         data_dir: Path | None,
+        adopt: AdoptInto,
     ) -> None:
         self._temp_dir = Path(tempfile.mkdtemp(prefix="federator-emulator-")) if data_dir is None else None
         self._sockets: dict[str, socket.socket] = {}
+        self._extra_sockets: dict[str, socket.socket] = {}  # amqpsPort: the same services again
+        self._adopt = adopt
         try:
             hosts = ["localhost", "127.0.0.1", "::1"]
             hosts += [ns.config.host for ns in namespaces.values() if ns.config.host not in _WILDCARDS]
             self.tls = tls.issue(data_dir or self._temp_dir or Path("."), hosts)
             for name, state in namespaces.items():
-                self._sockets[name] = _bind(state.config)
+                self._sockets[name] = _bind(state.config.host, state.config.https_port)
+                if state.config.amqps_port is not None:
+                    self._extra_sockets[name] = _bind(state.config.host, state.config.amqps_port)
         except BaseException:
             self.close()
             raise
         self.ports = {name: sock.getsockname()[1] for name, sock in self._sockets.items()}
+        self.amqps_ports = {name: sock.getsockname()[1] for name, sock in self._extra_sockets.items()}
         endpoints = {
             name: f"https://{client_host(namespaces[name].config.host)}:{port}"
             for name, port in self.ports.items()
@@ -83,6 +96,7 @@ class ManagementServer:
 
     def _app(self, namespace: str) -> web.Application:
         app = web.Application(client_max_size=4 * 1024 * 1024)
+        app.add_routes([websocket.route(lambda sock: self._adopt(namespace, sock))])
         # ARM and DNS first: their paths begin with /subscriptions/, which ATOM's would swallow.
         app.add_routes(ArmApi(self.backend).routes())
         app.add_routes(DnsApi(self.dns).routes())
@@ -93,27 +107,46 @@ class ManagementServer:
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         runners: list[web.AppRunner] = []
+        servers: list[asyncio.Server] = []
+        connections = Connections()
         try:
             for name, sock in self._sockets.items():
                 runner = web.AppRunner(self._app(name), access_log=None, shutdown_timeout=_SHUTDOWN_SECONDS)
                 await runner.setup()
                 runners.append(runner)
-                await web.SockSite(runner, sock, ssl_context=self.tls.context).start()
+                for listening in filter(None, (sock, self._extra_sockets.get(name))):
+                    servers.append(await self._listen(listening, runner, name, connections))
             logger.info("management plane serving %s", self.backend.endpoints)
         finally:
             self._started.set()
         try:
             await self._stop_event.wait()
         finally:
+            for listener in servers:
+                listener.close()
+            connections.abort()
             for runner in runners:
                 # A TLS close waits for the client's close_notify, which pooled client connections
                 # never send; abort them so no socket outlives the loop.
-                server = runner.server
-                for connection in list(server.connections) if server is not None else []:
+                http = runner.server
+                for connection in list(http.connections) if http is not None else []:
                     if connection.transport is not None:
                         connection.transport.abort()
                 await runner.cleanup()
             await asyncio.sleep(0)  # let the aborted transports run connection_lost
+
+    async def _listen(
+        self, sock: socket.socket, runner: web.AppRunner, namespace: str, connections: Connections
+    ) -> asyncio.Server:
+        http = runner.server
+        assert http is not None
+
+        def adopt(amqp: socket.socket) -> None:
+            self._adopt(namespace, amqp)
+
+        return await asyncio.get_running_loop().create_server(
+            lambda: FirstBytes(http, adopt, connections), sock=sock, ssl=self.tls.context
+        )
 
     def _run(self) -> None:
         try:
@@ -139,7 +172,7 @@ class ManagementServer:
         self.close()
 
     def close(self) -> None:
-        for sock in self._sockets.values():
+        for sock in [*self._sockets.values(), *self._extra_sockets.values()]:
             sock.close()
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
