@@ -12,7 +12,8 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Annotated, Any, NamedTuple
+from pathlib import Path
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -35,6 +36,9 @@ DEFAULT_CONSUMER_GROUP = "$Default"
 DEFAULT_RULE_NAME = "$Default"
 DEFAULT_SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000000"
 DEFAULT_RESOURCE_GROUP = "emulator"
+DEFAULT_TENANT_ID = "00000000-0000-0000-0000-0000000e0000"
+# The audience Microsoft Entra expects in a federated (workload identity) token.
+TOKEN_EXCHANGE_AUDIENCE = "api://AzureADTokenExchange"
 
 EntityName = Annotated[str, Field(min_length=1, max_length=260, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")]
 
@@ -43,9 +47,90 @@ class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
+SasRight = Literal["Manage", "Send", "Listen"]
+_ALL_SAS_RIGHTS: tuple[SasRight, ...] = ("Manage", "Send", "Listen")
+
+
 class SasKey(_Model):
     name: str = Field(min_length=1)
     key: str = Field(min_length=1)
+    # The claims a token signed with this key carries, as on an Azure shared access policy.
+    rights: list[SasRight] = Field(default_factory=lambda: list(_ALL_SAS_RIGHTS))
+
+
+# Azure built-in roles the emulator knows: data roles give Send / Listen / Manage claims on the entities of
+# their service; Owner, Contributor and Reader (and the data owners, whose actions include the resource
+# provider's) act on the management plane (ARM); DNS Zone Contributor on DNS zones.
+Role = Literal[
+    "Azure Event Hubs Data Owner",
+    "Azure Event Hubs Data Sender",
+    "Azure Event Hubs Data Receiver",
+    "Azure Service Bus Data Owner",
+    "Azure Service Bus Data Sender",
+    "Azure Service Bus Data Receiver",
+    "Owner",
+    "Contributor",
+    "Reader",
+    "DNS Zone Contributor",
+]
+
+
+class RoleAssignmentConfig(_Model):
+    """A role granted to a Microsoft Entra principal on a namespace (or one of its entities) or DNS zone."""
+
+    # The principal's client (application) id, object id or application name.
+    principal: str = Field(min_length=1)
+    role: Role
+    # An entity of the namespace (``q1``, ``t1``, ``t1/subscriptions/s1``, ``hub1``); None: the whole
+    # namespace (or zone).
+    scope: str | None = None
+
+
+class FederatedCredentialConfig(_Model):
+    """Trust in tokens of an external identity provider (e.g. a Kubernetes service account token)."""
+
+    # The token's ``iss``; None: the emulator's own workload issuer (tokens from
+    # ``RunningEmulator.workload_identity_token``, as the AKS webhook would project them).
+    issuer: str | None = None
+    subject: str = Field(min_length=1)  # the token's ``sub``, e.g. system:serviceaccount:ns:name
+    audience: str = TOKEN_EXCHANGE_AUDIENCE
+
+
+class ApplicationConfig(_Model):
+    """A Microsoft Entra application (its service principal) that can sign in to the token endpoint."""
+
+    name: str = Field(min_length=1)
+    client_id: str = Field(min_length=1)
+    # None: derived from the client id (role assignments may name either, or the application's name).
+    object_id: str | None = None
+    # A client secret (ClientSecretCredential); None: the application has none.
+    client_secret: str | None = None
+    federated_credentials: list[FederatedCredentialConfig] = Field(default_factory=list)
+
+
+class TrustedIssuerConfig(_Model):
+    """An external token issuer whose signing keys the emulator reads from a JWKS file."""
+
+    issuer: str = Field(min_length=1)
+    jwks_path: Path
+
+
+class IdentityConfig(_Model):
+    """The emulated Microsoft Entra tenant (the token endpoint on every namespace's TLS port)."""
+
+    tenant_id: str = DEFAULT_TENANT_ID
+    applications: list[ApplicationConfig] = Field(default_factory=list)
+    trusted_issuers: list[TrustedIssuerConfig] = Field(default_factory=list)
+    token_lifetime_seconds: int = Field(default=3600, ge=60, le=86400)
+
+    @model_validator(mode="after")
+    def _unique_applications(self) -> IdentityConfig:
+        for attribute in ("name", "client_id"):
+            values = [getattr(a, attribute) for a in self.applications]
+            duplicates = sorted({v for v in values if values.count(v) > 1})
+            if duplicates:
+                raise ValueError(f"identity.applications: duplicate {to_camel(attribute)} {duplicates}")
+        return self
 
 
 class EventHubConfig(_Model):
@@ -196,6 +281,8 @@ class NamespaceConfig(_Model):
     # 256 KB for Event Hubs Basic and Service Bus Standard, 1 MB for Event Hubs Standard.
     max_message_size_bytes: int = Field(default=1024 * 1024, ge=1024, le=100 * 1024 * 1024)
     keys: list[SasKey] = Field(default_factory=lambda: [SasKey(name=DEFAULT_KEY_NAME, key=DEFAULT_KEY_VALUE)])
+    # Roles of Microsoft Entra principals here (the emulator's built-in administrator is Owner everywhere).
+    role_assignments: list[RoleAssignmentConfig] = Field(default_factory=list)
     event_hubs: list[EventHubConfig] = Field(default_factory=list)
     queues: list[QueueConfig] = Field(default_factory=list)
     topics: list[TopicConfig] = Field(default_factory=list)
@@ -226,11 +313,13 @@ class DnsZoneConfig(_Model):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9.\-]*$")
     subscription_id: str = DEFAULT_SUBSCRIPTION_ID
     resource_group: str = DEFAULT_RESOURCE_GROUP
+    role_assignments: list[RoleAssignmentConfig] = Field(default_factory=list)
 
 
 class EmulatorConfig(_Model):
     namespaces: list[NamespaceConfig] = Field(min_length=1)
     dns_zones: list[DnsZoneConfig] = Field(default_factory=list)
+    identity: IdentityConfig = Field(default_factory=IdentityConfig)
     # With a data dir, fsync each write before acknowledging it. Off trades crash safety
     # (a power loss, not a process kill) for speed.
     fsync: bool = True

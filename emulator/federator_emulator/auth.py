@@ -62,16 +62,27 @@ def _token_fields(token: str) -> dict[str, str]:
     return fields
 
 
+ALL_RIGHTS = frozenset(("Manage", "Send", "Listen"))
+
+
 @dataclass(frozen=True)
 class Grant:
     path: str  # entity path the token covers ("" = whole namespace)
     expires_at: float  # epoch seconds
+    rights: frozenset[str] = ALL_RIGHTS  # the claims: Send, Listen, Manage (which implies both)
 
 
-def verify_sas_token(token: str, audience: str, keys: Mapping[str, str], now: float | None = None) -> Grant:
+def verify_sas_token(
+    token: str,
+    audience: str,
+    keys: Mapping[str, str],
+    now: float | None = None,
+    rights: Mapping[str, frozenset[str]] | None = None,
+) -> Grant:
     """Check signature, expiry and audience; return what the token grants.
 
-    ``keys`` maps key names to key values of the namespace.
+    ``keys`` maps key names to key values of the namespace, ``rights`` key names to their claims
+    (all of them when a key is not listed).
     """
     if not token.startswith(SAS_PREFIX):
         raise AuthError("only SharedAccessSignature tokens are accepted by the emulator")
@@ -94,26 +105,44 @@ def verify_sas_token(token: str, audience: str, keys: Mapping[str, str], now: fl
     resource = unquote_plus(fields["sr"])
     if not covers(entity_path(resource), entity_path(audience)):
         raise AuthError(f"token for {resource!r} does not cover audience {audience!r}")
-    return Grant(path=entity_path(audience), expires_at=float(expiry))
+    claims = (rights or {}).get(fields["skn"], ALL_RIGHTS)
+    return Grant(path=entity_path(audience), expires_at=float(expiry), rights=claims)
 
 
 @dataclass
 class ConnectionGrants:
     """The grants a client has put on one connection through CBS."""
 
-    grants: dict[str, float] = field(default_factory=dict)
+    grants: dict[str, Grant] = field(default_factory=dict)
 
     def add(self, grant: Grant) -> None:
-        self.grants[grant.path] = grant.expires_at
+        self.grants[grant.path] = grant
 
-    def allows(self, path: str, now: float | None = None) -> bool:
+    def allows(self, path: str, right: str | None = None, now: float | None = None) -> bool:
+        """Whether a valid token covers ``path`` (with ``right``, or any claim when None)."""
         now = time.time() if now is None else now
         requested = entity_path(path)
-        return any(expires > now and covers(p, requested) for p, expires in self.grants.items())
+        return any(
+            g.expires_at > now and covers(g.path, requested) and (right is None or has_right(g.rights, right))
+            for g in self.grants.values()
+        )
 
     def any_valid(self, now: float | None = None) -> bool:
         now = time.time() if now is None else now
-        return any(expires > now for expires in self.grants.values())
+        return any(g.expires_at > now for g in self.grants.values())
+
+
+def has_right(rights: frozenset[str], right: str) -> bool:
+    """Manage includes Send and Listen, as on an Azure shared access policy."""
+    return right in rights or "Manage" in rights
+
+
+def missing_claim(right: str, resource: str) -> str:
+    """Azure's refusal of an operation whose token lacks a claim."""
+    return (
+        f"Unauthorized access. '{right}' claim(s) are required to perform this operation. "
+        f"Resource: '{resource}'."
+    )
 
 
 def connection_string(host: str, port: int, key_name: str, key: str, entity: str | None = None) -> str:

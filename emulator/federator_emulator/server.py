@@ -10,8 +10,10 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
+import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -25,13 +27,21 @@ from proton import Event, Handler
 from proton._reactor import Task
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
-from federator_contract.emulatorconfig import ArmCoordinates, EmulatorConfig, NamespaceConfig
 from federator_contract.files import write_atomically
 from federator_emulator import auth
 from federator_emulator.amqp import padshim
 from federator_emulator.amqp.broker import Broker, Guard
 from federator_emulator.amqp.listener import SaslAcceptor
 from federator_emulator.mgmt.dns import DnsStore
+from federator_contract.emulatorconfig import (
+    TOKEN_EXCHANGE_AUDIENCE,
+    ArmCoordinates,
+    EmulatorConfig,
+    NamespaceConfig,
+)
+from federator_emulator.identity.directory import ADMIN_CLIENT_ID, ADMIN_CLIENT_SECRET
+from federator_emulator.identity.tenant import Tenant
+from federator_emulator.identity.tokens import WORKLOAD_ISSUER
 from federator_emulator.mgmt.server import ManagementServer, client_host
 from federator_emulator.state.journal import FileJournal, Journal, NullJournal, Record, read_journal
 from federator_emulator.state.namespace import NamespaceState
@@ -140,16 +150,23 @@ class Emulator:
         self._timer: Task | None = None
         self._stopping = False
         self.management: ManagementServer | None = None
-        if self.data_dir is not None:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Without a data dir, the CA and the token signing key live in a directory removed on stop.
+        self._scratch = (
+            None if self.data_dir is not None else Path(tempfile.mkdtemp(prefix="federator-emulator-"))
+        )
+        files = self.data_dir or self._scratch
+        assert files is not None
+        files.mkdir(parents=True, exist_ok=True)
         try:
+            self.tenant = Tenant(self.config.identity, files)
             for ns_config in self.config.namespaces:
                 self._add_namespace(ns_config)
             # "_dns" cannot be a namespace's name (they start with a letter or digit).
             journal, records = self._open_journal("_dns")
             dns = DnsStore(self.config.dns_zones, journal)
             dns.replay(records)
-            self.management = ManagementServer(self, self.namespaces, dns, self.data_dir, self._adopt)
+            self.management = ManagementServer(self, self.namespaces, dns, files, self._adopt, self.tenant)
+            self.tenant.endpoints = list(self.management.backend.endpoints.values())
             for name, port in self.management.ports.items():
                 self.endpoints[name] = dataclasses.replace(
                     self.endpoints[name],
@@ -175,7 +192,7 @@ class Emulator:
         replayed = state.replay(records)
         if self.data_dir is not None:
             logger.info("namespace %s: replayed %d journal records", ns_config.name, replayed)
-        broker = Broker(state)
+        broker = Broker(state, self.tenant)
         acceptor = SaslAcceptor(self._container, ns_config.host, ns_config.amqp_port, Guard(broker))
         host = client_host(ns_config.host)
         self.namespaces[ns_config.name] = state
@@ -219,6 +236,8 @@ class Emulator:
             os.close(fd)
         if self.management is not None:
             self.management.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _on_tick(self) -> None:
         for state in self.namespaces.values():
@@ -274,7 +293,18 @@ class Emulator:
             # ARM and DNS are served on every namespace's port; these name the first one.
             "armEndpoint": first.https_endpoint,
             "caCertificatePath": str(first.ca_path),
-            "dnsZones": [z.model_dump(by_alias=True) for z in self.config.dns_zones],
+            "dnsZones": [
+                z.model_dump(by_alias=True, exclude={"role_assignments"}) for z in self.config.dns_zones
+            ],
+            # The emulated Microsoft Entra tenant: AZURE_AUTHORITY_HOST, AZURE_TENANT_ID, and the built-in
+            # administrator (Owner everywhere), a well-known placeholder like the default SAS key.
+            "identity": {
+                "authorityHost": first.https_endpoint,
+                "tenantId": self.config.identity.tenant_id,
+                "workloadIdentityIssuer": WORKLOAD_ISSUER,
+                "adminClientId": ADMIN_CLIENT_ID,
+                "adminClientSecret": ADMIN_CLIENT_SECRET,
+            },
         }
 
 
@@ -318,6 +348,23 @@ class RunningEmulator:
     def call(self, function: Callable[[], T], timeout: float = 10.0) -> T:
         """Run ``function`` on the emulator thread (see ``Emulator.call``)."""
         return self.emulator.call(function, timeout)
+
+    @property
+    def authority_host(self) -> str:
+        """``AZURE_AUTHORITY_HOST`` (or ``authority=``) for azure-identity: the token endpoint is served on
+        every namespace's TLS port; this names the first one."""
+        return self.namespace().https_endpoint
+
+    @property
+    def tenant_id(self) -> str:
+        return self.emulator.config.identity.tenant_id
+
+    def workload_identity_token(
+        self, subject: str, audience: str = TOKEN_EXCHANGE_AUDIENCE, lifetime_seconds: int = 3600
+    ) -> str:
+        """A token from the emulator's workload issuer, as the AKS webhook projects one into a pod (write
+        it to ``AZURE_FEDERATED_TOKEN_FILE``); a federated credential with no ``issuer`` trusts it."""
+        return self.emulator.tenant.tokens.workload_token(subject, audience, lifetime_seconds)
 
     def ready_document(self) -> dict[str, Any]:
         """What ``--ready-file`` would contain for this emulator."""

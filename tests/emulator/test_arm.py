@@ -17,7 +17,7 @@ from azure.mgmt.servicebus.aio import ServiceBusManagementClient as AsyncService
 from azure.mgmt.servicebus.models import Action, Rule, Ruleproperties, SBQueue, SBSubscription, SqlFilter
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
-from federator_emulator.testing import AsyncFakeCredential, FakeCredential
+from federator_emulator.testing import AsyncEmulatorCredential, EmulatorCredential, FakeCredential
 
 RG, NS = "emulator", "ns1"
 
@@ -26,7 +26,7 @@ def _client(emu: Any, credential: Any = None, **kwargs: Any) -> ServiceBusManage
     ns = emu.namespace()
     kwargs.setdefault("connection_verify", str(emu.ca_path))
     return ServiceBusManagementClient(
-        credential or FakeCredential(), ns.arm.subscription_id, base_url=emu.arm_endpoint, **kwargs
+        credential or EmulatorCredential(emu), ns.arm.subscription_id, base_url=emu.arm_endpoint, **kwargs
     )
 
 
@@ -117,7 +117,7 @@ def test_tls_is_real_without_the_ca_verification_fails(mgmt_emulator: Any) -> No
 async def test_async_client_manages_subscriptions(mgmt_emulator: Any) -> None:
     ns = mgmt_emulator.namespace()
     async with AsyncServiceBusManagementClient(
-        AsyncFakeCredential(),
+        AsyncEmulatorCredential(mgmt_emulator),
         ns.arm.subscription_id,
         base_url=mgmt_emulator.arm_endpoint,
         connection_verify=str(mgmt_emulator.ca_path),

@@ -25,7 +25,7 @@ from azure.servicebus.management import (
 )
 
 from federator_contract.emulatorconfig import DEFAULT_KEY_VALUE
-from federator_emulator.testing import FakeCredential
+from federator_emulator.testing import EmulatorCredential
 from support.azure_clients import management_connection_string
 
 
@@ -83,7 +83,7 @@ def test_rule_changed_through_atom_is_seen_through_arm(mgmt_emulator: Any) -> No
         admin.update_rule("t1", "all", rule)
     ns = mgmt_emulator.namespace()
     with ServiceBusManagementClient(
-        FakeCredential(),
+        EmulatorCredential(mgmt_emulator),
         ns.arm.subscription_id,
         base_url=ns.https_endpoint,
         connection_verify=str(ns.ca_path),

@@ -10,7 +10,7 @@ from azure.mgmt.dns import DnsManagementClient
 from azure.mgmt.dns.aio import DnsManagementClient as AsyncDnsManagementClient
 from azure.mgmt.dns.models import CnameRecord, RecordSet, SrvRecord
 
-from federator_emulator.testing import AsyncFakeCredential, FakeCredential
+from federator_emulator.testing import AsyncEmulatorCredential, EmulatorCredential
 
 RG, ZONE = "emulator", "federator.test"
 
@@ -18,7 +18,7 @@ RG, ZONE = "emulator", "federator.test"
 def _dns(emu: Any) -> DnsManagementClient:
     ns = emu.namespace()
     return DnsManagementClient(
-        FakeCredential(),
+        EmulatorCredential(emu),
         ns.arm.subscription_id,
         base_url=emu.arm_endpoint,
         connection_verify=str(emu.ca_path),
@@ -62,7 +62,7 @@ def test_undeclared_zone_is_not_found(mgmt_emulator: Any) -> None:
 async def test_async_client_updates_a_cname(mgmt_emulator: Any) -> None:
     ns = mgmt_emulator.namespace()
     async with AsyncDnsManagementClient(
-        AsyncFakeCredential(),
+        AsyncEmulatorCredential(mgmt_emulator),
         ns.arm.subscription_id,
         base_url=mgmt_emulator.arm_endpoint,
         connection_verify=str(mgmt_emulator.ca_path),

@@ -15,7 +15,7 @@ from federator.kube.client import KubeClient
 from federator.provision.environment import ManagementEnvironment
 from federator.reconcile.failovergroup import reconcile
 from federator_emulator.server import RunningEmulator
-from federator_emulator.testing import AsyncFakeCredential, EmulatorFactory
+from federator_emulator.testing import AsyncEmulatorCredential, AsyncFakeCredential, EmulatorFactory
 from support.kube import KubeServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio]
@@ -56,12 +56,15 @@ async def client(kube: KubeServer, emulator: RunningEmulator) -> AsyncIterator[K
     await found.close()
 
 
-def runtime(emulator: RunningEmulator, token: str = "arm-token") -> FailoverRuntime:
+def runtime(emulator: RunningEmulator, token: str | None = None) -> FailoverRuntime:
+    """Management through the emulator, signed in as its administrator (or with a fixed ``token``)."""
     return FailoverRuntime(
         management=ManagementEnvironment(
             arm_endpoint=emulator.arm_endpoint,
             connection_verify=str(emulator.ca_path),
-            credential_factory=lambda source: AsyncFakeCredential(token),
+            credential_factory=lambda source: (
+                AsyncEmulatorCredential(emulator) if token is None else AsyncFakeCredential(token)
+            ),
         )
     )
 
@@ -142,12 +145,12 @@ async def test_emulator_members_need_local_mode(client: KubeClient, emulator: Ru
 @pytest.mark.parametrize(
     ("zone", "token", "reason", "detail"),
     [
-        ("nowhere.test", "arm-token", "EntityNotFound", "nowhere.test"),
+        ("nowhere.test", None, "EntityNotFound", "nowhere.test"),
         ("federator.test", "", "ManagementAuthFailed", "authentication failed"),
     ],
 )
 async def test_dns_problems_stall_the_group_but_the_config_map_is_published(
-    client: KubeClient, emulator: RunningEmulator, zone: str, token: str, reason: str, detail: str
+    client: KubeClient, emulator: RunningEmulator, zone: str, token: str | None, reason: str, detail: str
 ) -> None:
     result = (await reconcile(client, runtime(emulator, token), body(publishing=dns(zone)))).result
     stalled = next(c for c in result.conditions if c["type"] == "Stalled")

@@ -30,7 +30,7 @@ from federator.local.state import StateDir
 from federator.validation.documents import load_documents
 from federator_contract.emulatorconfig import EmulatorConfig
 from federator_emulator.server import RunningEmulator
-from federator_emulator.testing import EmulatorFactory, FakeCredential
+from federator_emulator.testing import EmulatorCredential, EmulatorFactory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ZONE = "messaging.example.com"
@@ -210,7 +210,7 @@ async def test_dns_records_go_to_a_zone_the_emulator_serves_and_are_skipped_othe
         await prober.close()
 
     client = DnsManagementClient(
-        FakeCredential(),
+        EmulatorCredential(emulator),
         "00000000-0000-0000-0000-000000000000",
         base_url=emulator.arm_endpoint,
         connection_verify=str(emulator.ca_path),

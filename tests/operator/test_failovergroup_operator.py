@@ -21,7 +21,7 @@ from federator import metrics
 from federator.provision.environment import ManagementEnvironment
 from federator.settings import OperatorSettings
 from federator_emulator.server import RunningEmulator
-from federator_emulator.testing import AsyncFakeCredential, EmulatorFactory, FakeCredential
+from federator_emulator.testing import AsyncEmulatorCredential, EmulatorCredential, EmulatorFactory
 from support.kopf_runner import running_operator
 from support.kube import KubeServer
 from support.polling import eventually
@@ -70,7 +70,7 @@ def operator(
     management = ManagementEnvironment(
         arm_endpoint=members.neu.arm_endpoint,
         connection_verify=str(members.neu.ca_path),
-        credential_factory=lambda source: AsyncFakeCredential(),
+        credential_factory=lambda source: AsyncEmulatorCredential(members.neu),
     )
     settings = OperatorSettings(observe_interval_seconds=1, retry_seconds=1)
     memo: Any = kopf.Memo(federator=settings, management=management, serve_metrics=False)
@@ -141,7 +141,7 @@ def failovers(name: str, source: str, target: str) -> float:
 
 def dns_records(members: Members) -> dict[str, Any]:
     client = DnsManagementClient(
-        FakeCredential(),
+        EmulatorCredential(members.neu),
         SUBSCRIPTION,
         base_url=members.neu.arm_endpoint,
         connection_verify=str(members.neu.ca_path),

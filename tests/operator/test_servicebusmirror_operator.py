@@ -16,7 +16,7 @@ from azure.servicebus.management import ServiceBusAdministrationClient
 from federator.provision.environment import ManagementEnvironment
 from federator.settings import OperatorSettings
 from federator_emulator.server import RunningEmulator, start_emulator
-from federator_emulator.testing import AsyncFakeCredential
+from federator_emulator.testing import AsyncEmulatorCredential
 from support.kopf_runner import running_operator
 from support.kube import KubeServer
 from support.polling import eventually
@@ -53,7 +53,7 @@ def operator(
     management = ManagementEnvironment(
         arm_endpoint=sb.arm_endpoint,
         connection_verify=str(sb.ca_path),
-        credential_factory=lambda source: AsyncFakeCredential(),
+        credential_factory=lambda source: AsyncEmulatorCredential(sb),
         drift_interval_seconds=1,
     )
     settings = OperatorSettings(observe_interval_seconds=1, retry_seconds=1)

@@ -23,8 +23,8 @@ def sb() -> Iterator[RunningEmulator]:
 
 
 @pytest.fixture
-def credentials() -> RecordingFactory:
-    return RecordingFactory()
+def credentials(sb: RunningEmulator) -> RecordingFactory:
+    return RecordingFactory(sb)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from federator import metrics
 from federator.provision.credentials import CredentialSource
 from federator_contract.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
 from federator_emulator.server import RunningEmulator
-from federator_emulator.testing import AsyncFakeCredential
+from federator_emulator.testing import AsyncEmulatorCredential, AsyncFakeCredential
 
 NAMESPACES = ("sbwest", "sbeast", "sbnorth")
 SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000000"
@@ -94,12 +94,15 @@ def requests(api: str) -> float:
 
 @dataclass
 class RecordingFactory:
-    """A credential factory that records who asked and hands out the fake bearer token the emulator
-    accepts (no Entra ID authority is reachable from the tests)."""
+    """A credential factory that records who asked and signs in as the emulator's administrator (or hands
+    out a fixed ``token``, which the emulator refuses)."""
 
+    emulator: RunningEmulator
     sources: list[CredentialSource] = field(default_factory=list)
-    token: str = "emulator-token"
+    token: str | None = None
 
     def __call__(self, source: CredentialSource) -> AsyncTokenCredential:
         self.sources.append(source)
-        return AsyncFakeCredential(self.token)
+        if self.token is not None:
+            return AsyncFakeCredential(self.token)
+        return AsyncEmulatorCredential(self.emulator)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlparse
 
 from federator_emulator import auth
 from federator_emulator.amqp import eventhubs, sbmanagement, servicebus
@@ -27,6 +28,7 @@ from federator_emulator.amqp.endpoints import (
     reject,
 )
 from federator_emulator.amqp.sessionwait import SessionWait
+from federator_emulator.identity.tenant import Tenant
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.namespace import NamespaceState
 
@@ -37,21 +39,28 @@ logger = logging.getLogger(__name__)
 _CREDIT = 1000
 
 
+def resource_uri(address: str) -> str:
+    """A link address as Azure names the resource in its errors (``sb://host/entity``)."""
+    parsed = urlparse(address)
+    return f"sb://{parsed.netloc}{parsed.path}" if parsed.scheme else address
+
+
 def _context(obj: Any) -> ConnectionContext:
     ctx: ConnectionContext = obj.connection.fed_context
     return ctx
 
 
 class Broker:
-    def __init__(self, namespace: NamespaceState) -> None:
+    def __init__(self, namespace: NamespaceState, tenant: Tenant) -> None:
         self.namespace = namespace
+        self.tenant = tenant
         self.consumers = eventhubs.ConsumerRegistry()
         self.connections: set[Any] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
     def on_connection_remote_open(self, event: Any) -> None:
         connection = event.connection
-        connection.fed_context = ConnectionContext(self.namespace)
+        connection.fed_context = ConnectionContext(self.namespace, self.tenant)
         self.connections.add(connection)
         connection.open()
 
@@ -170,12 +179,14 @@ class Broker:
             entity = path[: -len("$management")].rstrip("/")
             if not (ctx.grants.allows(entity) if entity else ctx.grants.any_valid()):
                 raise Refused(UNAUTHORIZED, f"no valid CBS token for {address!r}")
+            # Each operation checks its own claim (sbmanagement); Event Hubs' READ takes any.
             if entity:
                 parts = entity.split("/")
                 return self._reply_or(ctx, link, lambda: sbmanagement.Management(ctx, link, parts))
             return self._reply_or(ctx, link, lambda: eventhubs.Management(ctx, link))
-        if not ctx.grants.allows(path):
-            raise Refused(UNAUTHORIZED, f"no valid CBS token for {address!r}")
+        right = "Send" if link.is_receiver else "Listen"  # the client sends on a link we receive on
+        if not ctx.grants.allows(path, right):
+            raise Refused(UNAUTHORIZED, auth.missing_claim(right, resource_uri(address)))
         try:
             return self._entity_endpoint(ctx, link, path.split("/"), address)
         except UnknownEntity as exc:

@@ -12,6 +12,7 @@ from proton import Condition, Delivery, Link, LinkException, Message, Terminus, 
 
 from federator_emulator.amqp import codec
 from federator_emulator.auth import ConnectionGrants
+from federator_emulator.identity.tenant import Tenant
 from federator_emulator.state.namespace import NamespaceState
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ def condition(name: str, description: str) -> Condition:
 @dataclass(eq=False)
 class ConnectionContext:
     namespace: NamespaceState
+    tenant: Tenant  # verifies Microsoft Entra tokens put over CBS
     grants: ConnectionGrants = field(default_factory=ConnectionGrants)
     # Server->client links by (session, address) for CBS / management replies.
     reply_links: dict[tuple[Any, str], Link] = field(default_factory=dict)

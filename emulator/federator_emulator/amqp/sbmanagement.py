@@ -13,6 +13,7 @@ from federator_emulator.amqp import codec
 from federator_emulator.amqp.endpoints import (
     LOCK_LOST,
     NOT_FOUND,
+    UNAUTHORIZED,
     ConnectionContext,
     Endpoint,
     accept,
@@ -21,6 +22,7 @@ from federator_emulator.amqp.endpoints import (
 )
 from federator_emulator.amqp.messages import AmqpInbound, delivery_payload
 from federator_emulator.amqp.servicebus import resolve_receivable, resolve_sendable
+from federator_emulator.auth import missing_claim
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.servicebus import LockLost, Queue, ReceivableEntity
 from federator_emulator.state.sessions import SessionUnavailable
@@ -32,6 +34,11 @@ SESSION_NOT_FOUND = "com.microsoft:session-not-found"
 # ``last-updated-time`` of DateTime.MaxValue (as .NET encodes it) asks for every session with active
 # messages or a stored state; an earlier time, for the sessions whose state was set after it.
 _ALL_SESSIONS_MS = 253402300800000
+# Operations a sender uses need Send; every other one (a receiver's) needs Listen.
+_SENDER_OPERATIONS = {
+    "com.microsoft:schedule-message": "Send",
+    "com.microsoft:cancel-scheduled-message": "Send",
+}
 _PEEK_LOCK = 1  # receiver-settle-mode value of ServiceBusReceiveMode.PEEK_LOCK
 _OK = (200, "OK")
 _NO_CONTENT = (204, "No Content")
@@ -75,6 +82,11 @@ class Management(Endpoint):
         operation = str(properties.get("operation", ""))
         body = {str(k): v for k, v in (codec.own(request.body) or {}).items()}
         handler = self._operations.get(operation)
+        right = _SENDER_OPERATIONS.get(operation, "Listen")
+        if handler is not None and not self.ctx.grants.allows("/".join(self.parts), right):
+            resource = f"sb://{self.link.connection.hostname or 'localhost'}/{'/'.join(self.parts)}"
+            reply(self.ctx, self.link, request, 401, missing_claim(right, resource), error=UNAUTHORIZED)
+            return
         if handler is None:
             reply(
                 self.ctx,

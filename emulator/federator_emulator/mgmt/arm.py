@@ -2,8 +2,8 @@
 
 Paths are ``/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.ServiceBus/namespaces/{ns}/…``.
 PUT upserts and echoes the resource; lists have ``value`` and no ``nextLink``; DELETE answers
-200, or 404 if the resource is missing. Any ``api-version`` is accepted. Bearer tokens are
-required but not verified: the emulator has no identity provider.
+200, or 404 if the resource is missing. Any ``api-version`` is accepted. Bearer tokens from the
+emulated tenant are verified, and the caller's role checked (``mgmt.authorization``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from federator_contract.emulatorconfig import QueueConfig, SubscriptionConfig, TopicConfig
-from federator_emulator.mgmt import entities
+from federator_emulator.mgmt import authorization, entities
 from federator_emulator.mgmt.common import Backend, MgmtError, as_mgmt_error
 from federator_emulator.mgmt.entities import Counts, Put, QueueView, SubscriptionView, TopicView
 from federator_emulator.mgmt.mapping import config_from_properties, properties_of, rule_from_arm, rule_to_arm
@@ -35,22 +35,12 @@ def error_response(error: MgmtError) -> web.Response:
     return web.json_response({"error": {"code": error.code, "message": error.message}}, status=error.status)
 
 
-def require_bearer(request: web.Request) -> None:
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise MgmtError(
-            401,
-            "AuthenticationFailed",
-            "Authentication failed. The 'Authorization' header is missing a bearer token.",
-        )
-
-
 def guarded(handler: Handler) -> Handler:
-    """Refuse requests without a bearer token and render errors in ARM's shape."""
+    """Refuse requests without a valid bearer token or role, and render errors in ARM's shape."""
 
     async def wrapper(request: web.Request) -> web.StreamResponse:
         try:
-            require_bearer(request)
+            request.app[authorization.KEY].resource_manager(request)
             return await handler(request)
         except Exception as exc:
             error = as_mgmt_error(exc)

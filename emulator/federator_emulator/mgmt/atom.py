@@ -1,7 +1,8 @@
 """The ATOM API of ``ServiceBusAdministrationClient`` for one namespace (queues, topics,
 subscriptions, rules, and their runtime properties).
 
-Requests must carry a SAS token signed with one of the namespace's keys. A PUT without
+Requests carry a SAS token with the Manage claim, or a bearer token whose principal has it (the
+Azure Service Bus Data Owner role; see ``mgmt.authorization``). A PUT without
 ``If-Match`` creates (409 if the entity exists); with ``If-Match: *`` it updates (404 if it
 does not), as on Azure. Paths are case-insensitive entity names, like the data plane's.
 """
@@ -15,8 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from federator_contract.emulatorconfig import QueueConfig, SubscriptionConfig, TopicConfig
-from federator_emulator import auth
-from federator_emulator.mgmt import atomxml, entities
+from federator_emulator.mgmt import atomxml, authorization, entities
 from federator_emulator.mgmt.arm import Handler
 from federator_emulator.mgmt.common import Backend, MgmtError, as_mgmt_error
 from federator_emulator.mgmt.entities import Put, QueueView, SubscriptionView, TopicView
@@ -91,11 +91,7 @@ class AtomApi:
         return wrapper
 
     def _authorize(self, request: web.Request) -> None:
-        token = request.headers.get("Authorization", "")
-        try:
-            auth.verify_sas_token(token, f"https://{request.host}{request.path}", self.state.keys)
-        except auth.AuthError as exc:
-            raise MgmtError(401, "Unauthorized", f"InvalidSignature: {exc}") from None
+        request.app[authorization.KEY].administration(request, self.state)
 
     @staticmethod
     def _mode(request: web.Request) -> Put:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import socket
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -23,9 +21,12 @@ from aiohttp import web
 
 from federator_emulator.edge import websocket
 from federator_emulator.edge.listener import Connections, FirstBytes
-from federator_emulator.mgmt import tls
+from federator_emulator.identity.endpoint import TokenEndpoint
+from federator_emulator.identity.tenant import Tenant
+from federator_emulator.mgmt import authorization, tls
 from federator_emulator.mgmt.arm import ArmApi
 from federator_emulator.mgmt.atom import AtomApi
+from federator_emulator.mgmt.authorization import Authorizer
 from federator_emulator.mgmt.common import Backend, Submitter
 from federator_emulator.mgmt.dns import DnsApi, DnsStore
 from federator_emulator.state.namespace import NamespaceState
@@ -59,17 +60,17 @@ class ManagementServer:
         submitter: Submitter,
         namespaces: dict[str, NamespaceState],
         dns: DnsStore,
-        data_dir: Path | None,
+        directory: Path,
         adopt: AdoptInto,
+        tenant: Tenant,
     ) -> None:
-        self._temp_dir = Path(tempfile.mkdtemp(prefix="federator-emulator-")) if data_dir is None else None
         self._sockets: dict[str, socket.socket] = {}
         self._extra_sockets: dict[str, socket.socket] = {}  # amqpsPort: the same services again
         self._adopt = adopt
         try:
             hosts = ["localhost", "127.0.0.1", "::1"]
             hosts += [ns.config.host for ns in namespaces.values() if ns.config.host not in _WILDCARDS]
-            self.tls = tls.issue(data_dir or self._temp_dir or Path("."), hosts)
+            self.tls = tls.issue(directory, hosts)
             for name, state in namespaces.items():
                 self._sockets[name] = _bind(state.config.host, state.config.https_port)
                 if state.config.amqps_port is not None:
@@ -84,6 +85,8 @@ class ManagementServer:
             for name, port in self.ports.items()
         }
         self.backend = Backend(submitter, namespaces, dns.zones, endpoints)
+        self.tenant = tenant
+        self._authorizer = Authorizer(tenant, self.backend)
         self.dns = dns
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -96,7 +99,9 @@ class ManagementServer:
 
     def _app(self, namespace: str) -> web.Application:
         app = web.Application(client_max_size=4 * 1024 * 1024)
+        app[authorization.KEY] = self._authorizer
         app.add_routes([websocket.route(lambda sock: self._adopt(namespace, sock))])
+        app.add_routes(TokenEndpoint(self.tenant).routes())
         # ARM and DNS first: their paths begin with /subscriptions/, which ATOM's would swallow.
         app.add_routes(ArmApi(self.backend).routes())
         app.add_routes(DnsApi(self.dns).routes())
@@ -174,5 +179,3 @@ class ManagementServer:
     def close(self) -> None:
         for sock in [*self._sockets.values(), *self._extra_sockets.values()]:
             sock.close()
-        if self._temp_dir is not None:
-            shutil.rmtree(self._temp_dir, ignore_errors=True)

@@ -68,6 +68,11 @@ class NamespaceState:
         """SAS key name -> key, as used for CBS token verification."""
         return {k.name: k.key for k in self.config.keys}
 
+    @property
+    def sas_rights(self) -> dict[str, frozenset[str]]:
+        """SAS key name -> the claims its tokens carry."""
+        return {k.name: frozenset(k.rights) for k in self.config.keys}
+
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
 

@@ -1,37 +1,38 @@
 """How local mode reaches the emulator's management plane (docs/emulator.md): its administration API (ATOM)
-per namespace and its ARM / Azure DNS endpoint, over HTTPS trusting the CA named in the ready file. The
-emulator accepts any bearer token on ARM and DNS, so a fixed one stands in for an Azure login."""
+per namespace and its ARM / Azure DNS endpoint, over HTTPS trusting the CA named in the ready file. ARM and
+DNS verify bearer tokens from the emulator's own Microsoft Entra tenant: local mode signs in there as the
+emulator's built-in administrator (named in the ready file), whatever login the resource's spec names."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from azure.core.credentials import AccessToken
 from azure.core.credentials_async import AsyncTokenCredential
 
-from federator.provision.credentials import CredentialSource
+from federator.provision.credentials import CredentialFactory, CredentialSource
 from federator.provision.environment import ManagementEnvironment
 
 
-class EmulatorToken:
-    """An `AsyncTokenCredential` for the emulator's ARM and DNS endpoints (it never checks tokens)."""
+def emulator_login(ready: Mapping[str, Any]) -> CredentialFactory:
+    """Credentials of the emulator's administrator, from its token endpoint (the ready file's `identity`)."""
+    identity: Mapping[str, Any] = ready["identity"]
+    verify = str(ready["caCertificatePath"])
 
-    async def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
-        return AccessToken("federator-local", 2**31 - 1)
+    def login(source: CredentialSource) -> AsyncTokenCredential:
+        from azure.identity.aio import ClientSecretCredential
 
-    async def close(self) -> None:
-        return None
+        return ClientSecretCredential(
+            str(identity["tenantId"]),
+            str(identity["adminClientId"]),
+            str(identity["adminClientSecret"]),
+            authority=str(identity["authorityHost"]),
+            connection_verify=verify,
+            # Instance discovery would ask login.microsoftonline.com about the emulator's host.
+            disable_instance_discovery=True,
+        )
 
-    async def __aenter__(self) -> EmulatorToken:
-        return self
-
-    async def __aexit__(self, *args: object) -> None:
-        return None
-
-
-def emulator_token(source: CredentialSource) -> AsyncTokenCredential:
-    return EmulatorToken()
+    return login
 
 
 def emulator_environment(ready: Mapping[str, Any]) -> ManagementEnvironment:
@@ -40,7 +41,7 @@ def emulator_environment(ready: Mapping[str, Any]) -> ManagementEnvironment:
     return ManagementEnvironment(
         arm_endpoint=str(ready["armEndpoint"]),
         connection_verify=str(ready["caCertificatePath"]),
-        credential_factory=emulator_token,
+        credential_factory=emulator_login(ready),
         emulator_management={name: management_connection_string(ns) for name, ns in namespaces.items()},
     )
 
