@@ -15,7 +15,7 @@ from azure.eventhub.aio import EventHubProducerClient as AsyncEventHubProducerCl
 from azure.eventhub.exceptions import AuthenticationError
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
-from azure.servicebus.exceptions import ServiceBusAuthenticationError
+from azure.servicebus.exceptions import ServiceBusAuthenticationError, ServiceBusAuthorizationError
 
 from federator_emulator import auth
 
@@ -86,6 +86,20 @@ def test_expired_sas_credential_is_refused(emulator):
     )
     with producer, pytest.raises(AuthenticationError):
         producer.get_partition_ids()
+
+
+def test_a_key_with_the_send_right_only_cannot_receive(emulator_factory):
+    keys = [{"name": "sender", "key": "send-only", "rights": ["Send"]}]
+    emu = emulator_factory({"namespaces": [{"name": "ns", "keys": keys, "queues": [{"name": "q"}]}]})
+    client = ServiceBusClient.from_connection_string(emu.connection_string(), retry_total=0)
+    with client:
+        with client.get_queue_sender("q") as sender:
+            sender.send_messages(ServiceBusMessage("x"))
+        with (
+            pytest.raises(ServiceBusAuthorizationError, match="'Listen' claim\\(s\\) are required"),
+            client.get_queue_receiver("q") as receiver,
+        ):
+            receiver.receive_messages(max_wait_time=1)
 
 
 def test_valid_key_is_accepted(cs):

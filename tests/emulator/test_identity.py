@@ -4,6 +4,8 @@ each checking signature, audience, expiry and the principal's Azure roles."""
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -334,3 +336,41 @@ def test_the_signing_key_survives_a_restart_with_the_data_dir(emulator_factory: 
     ):
         sender.send_messages(ServiceBusMessage("still valid"))
     assert (tmp_path / "entra-signing-key.pem").exists()
+
+
+def test_a_federated_token_from_a_trusted_external_issuer_is_exchanged(
+    emulator_factory: Any, tmp_path: Path
+) -> None:
+    """A cluster's own service account issuer: the emulator reads its keys from a JWKS file."""
+    issuer = "https://oidc.cluster.example/issuer"
+    cluster_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = jwt.algorithms.RSAAlgorithm.to_jwk(cluster_key.public_key(), as_dict=True)
+    (tmp_path / "jwks.json").write_text(json.dumps({"keys": [{**jwk, "kid": "cluster-1", "use": "sig"}]}))
+    config = {
+        "identity": {
+            "trustedIssuers": [{"issuer": issuer, "jwksPath": str(tmp_path / "jwks.json")}],
+            "applications": [
+                {
+                    "name": "replicator",
+                    "clientId": REPLICATOR,
+                    "federatedCredentials": [{"issuer": issuer, "subject": SERVICE_ACCOUNT}],
+                }
+            ],
+        },
+        "namespaces": [{"name": "ns1", "queues": [{"name": "q1"}]}],
+    }
+    emu = emulator_factory(config)
+    now = int(time.time())
+    claims = {"iss": issuer, "sub": SERVICE_ACCOUNT, "aud": ["api://AzureADTokenExchange"], "exp": now + 600}
+    (tmp_path / "token").write_text(
+        jwt.encode({**claims, "iat": now}, cluster_key, "RS256", {"kid": "cluster-1"})
+    )
+    credential = WorkloadIdentityCredential(
+        tenant_id=emu.tenant_id,
+        client_id=REPLICATOR,
+        token_file_path=str(tmp_path / "token"),
+        authority=emu.authority_host,
+        connection_verify=str(emu.ca_path),
+    )
+    with credential:
+        assert credential.get_token("https://servicebus.azure.net/.default").token
