@@ -27,21 +27,21 @@ from proton import Event, Handler
 from proton._reactor import Task
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
-from federator_contract.files import write_atomically
-from federator_emulator import auth
-from federator_emulator.amqp import padshim
-from federator_emulator.amqp.broker import Broker, Guard
-from federator_emulator.amqp.listener import SaslAcceptor
-from federator_emulator.mgmt.dns import DnsStore
 from federator_contract.emulatorconfig import (
     TOKEN_EXCHANGE_AUDIENCE,
     ArmCoordinates,
     EmulatorConfig,
     NamespaceConfig,
 )
+from federator_contract.files import write_atomically
+from federator_emulator import auth
+from federator_emulator.amqp import padshim
+from federator_emulator.amqp.broker import Broker, Guard
+from federator_emulator.amqp.listener import SaslAcceptor
 from federator_emulator.identity.directory import ADMIN_CLIENT_ID, ADMIN_CLIENT_SECRET
 from federator_emulator.identity.tenant import Tenant
 from federator_emulator.identity.tokens import WORKLOAD_ISSUER
+from federator_emulator.mgmt.dns import DnsStore
 from federator_emulator.mgmt.server import ManagementServer, client_host
 from federator_emulator.state.journal import FileJournal, Journal, NullJournal, Record, read_journal
 from federator_emulator.state.namespace import NamespaceState

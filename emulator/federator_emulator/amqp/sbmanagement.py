@@ -44,6 +44,15 @@ _OK = (200, "OK")
 _NO_CONTENT = (204, "No Content")
 
 
+class OperationError(Exception):
+    """An operation's answer that is not a success: its status and error condition."""
+
+    def __init__(self, status: int, condition: str, description: str) -> None:
+        super().__init__(description)
+        self.status = status
+        self.condition = condition
+
+
 def _array(type_code: int, values: list[Any]) -> Array:
     return Array(UNDESCRIBED, type_code, *values)  # type: ignore[arg-type]
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from federator_emulator.auth import covers, entity_path
 from federator_contract.emulatorconfig import ApplicationConfig, IdentityConfig, Role, RoleAssignmentConfig
+from federator_emulator.auth import covers, entity_path
 
 # Well-known placeholders, like the default SAS key: not secrets.
 ADMIN_CLIENT_ID = "00000000-0000-0000-0000-00000000ad00"

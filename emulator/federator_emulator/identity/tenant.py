@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from federator_emulator.auth import Grant, entity_path
 from federator_contract.emulatorconfig import IdentityConfig
+from federator_emulator.auth import Grant, entity_path
 from federator_emulator.identity.directory import Directory, Principal, Service
 from federator_emulator.identity.keys import SigningKey
 from federator_emulator.identity.tokens import (

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from federator_emulator import auth
 from federator_contract.emulatorconfig import Role, RoleAssignmentConfig
+from federator_emulator import auth
 from federator_emulator.identity.directory import NAMESPACE_WRITERS, ZONE_WRITERS, Principal
 from federator_emulator.identity.tenant import Tenant
 from federator_emulator.identity.tokens import DATA_AUDIENCES, TokenRejected
