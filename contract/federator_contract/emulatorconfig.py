@@ -320,6 +320,9 @@ class EmulatorConfig(_Model):
     namespaces: list[NamespaceConfig] = Field(min_length=1)
     dns_zones: list[DnsZoneConfig] = Field(default_factory=list)
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
+    # More names the TLS certificate covers (beside localhost, 127.0.0.1, ::1 and bind hosts), for clients
+    # that reach the emulator by a DNS name of their own (e.g. one mapped to loopback in /etc/hosts).
+    tls_host_names: list[str] = Field(default_factory=list)
     # With a data dir, fsync each write before acknowledging it. Off trades crash safety
     # (a power loss, not a process kill) for speed.
     fsync: bool = True
@@ -330,4 +333,3 @@ class EmulatorConfig(_Model):
         if len(set(names)) != len(names):
             raise ValueError("namespace names must be unique")
         return self
-

@@ -165,7 +165,9 @@ class Emulator:
             journal, records = self._open_journal("_dns")
             dns = DnsStore(self.config.dns_zones, journal)
             dns.replay(records)
-            self.management = ManagementServer(self, self.namespaces, dns, files, self._adopt, self.tenant)
+            self.management = ManagementServer(
+                self, self.namespaces, dns, files, self._adopt, self.tenant, self.config.tls_host_names
+            )
             self.tenant.endpoints = list(self.management.backend.endpoints.values())
             for name, port in self.management.ports.items():
                 self.endpoints[name] = dataclasses.replace(

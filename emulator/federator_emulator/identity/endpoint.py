@@ -58,6 +58,7 @@ class TokenEndpoint:
 
     def routes(self) -> list[web.RouteDef]:
         return [
+            web.get("/common/discovery/instance", self.instance_discovery),
             web.get("/{tenant}/v2.0/.well-known/openid-configuration", self.openid_configuration),
             web.get("/{tenant}/discovery/v2.0/keys", self.keys),
             web.post("/{tenant}/oauth2/v2.0/token", self.token),
@@ -93,6 +94,22 @@ class TokenEndpoint:
                 "grant_types_supported": ["client_credentials"],
                 "id_token_signing_alg_values_supported": ["RS256"],
                 "tenant_region_scope": None,
+            }
+        )
+
+    async def instance_discovery(self, request: web.Request) -> web.Response:
+        """MSAL's question whether an authority is known (asked of login.microsoftonline.com unless the
+        credential has ``disable_instance_discovery``): answered for any authority on this host."""
+        authorize = request.query.get("authorization_endpoint", "")
+        suffix = "/oauth2/v2.0/authorize"
+        if not authorize.endswith(suffix):
+            raise web.HTTPBadRequest(text="authorization_endpoint must be an authority's authorize endpoint")
+        host, authority = request.host, authorize[: -len(suffix)]
+        return web.json_response(
+            {
+                "tenant_discovery_endpoint": f"{authority}/v2.0/.well-known/openid-configuration",
+                "api-version": "1.1",
+                "metadata": [{"preferred_network": host, "preferred_cache": host, "aliases": [host]}],
             }
         )
 

@@ -92,16 +92,13 @@ class Authorizer:
     def _scope(self, match: re.Match[str]) -> tuple[list[RoleAssignmentConfig] | None, str, frozenset[Role]]:
         """The role assignments that apply to the resource, its entity path, and who may write it."""
         provider, kind = match["provider"].lower(), match["type"].lower()
-        wanted = (match["sub"].lower(), match["rg"].lower(), match["name"].lower())
         if provider == "microsoft.servicebus" and kind == "namespaces":
-            for state in self.backend.namespaces.values():
-                arm = state.config.arm
-                if (
-                    arm.subscription_id.lower(),
-                    arm.resource_group.lower(),
-                    state.config.arm_namespace_name.lower(),
-                ) == wanted:
-                    return state.config.role_assignments, _arm_entity(match["rest"]), NAMESPACE_WRITERS
+            try:
+                state = self.backend.arm_namespace(match["sub"], match["rg"], match["name"])
+            except MgmtError:  # no such namespace: only the administrator may learn that
+                return None, "", frozenset()
+            return state.config.role_assignments, _arm_entity(match["rest"]), NAMESPACE_WRITERS
+        wanted = (match["sub"].lower(), match["rg"].lower(), match["name"].lower())
         if provider == "microsoft.network" and kind == "dnszones":
             for zone in self.backend.dns_zones:
                 if (zone.subscription_id.lower(), zone.resource_group.lower(), zone.name.lower()) == wanted:

@@ -63,6 +63,7 @@ class ManagementServer:
         directory: Path,
         adopt: AdoptInto,
         tenant: Tenant,
+        tls_host_names: list[str],
     ) -> None:
         self._sockets: dict[str, socket.socket] = {}
         self._extra_sockets: dict[str, socket.socket] = {}  # amqpsPort: the same services again
@@ -70,6 +71,7 @@ class ManagementServer:
         try:
             hosts = ["localhost", "127.0.0.1", "::1"]
             hosts += [ns.config.host for ns in namespaces.values() if ns.config.host not in _WILDCARDS]
+            hosts += tls_host_names
             self.tls = tls.issue(directory, hosts)
             for name, state in namespaces.items():
                 self._sockets[name] = _bind(state.config.host, state.config.https_port)
