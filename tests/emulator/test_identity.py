@@ -11,6 +11,7 @@ from typing import Any
 
 import jwt
 import pytest
+import requests
 from azure.core.credentials import AccessToken
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 from azure.eventhub import EventData, EventHubProducerClient
@@ -374,3 +375,19 @@ def test_a_federated_token_from_a_trusted_external_issuer_is_exchanged(
     )
     with credential:
         assert credential.get_token("https://servicebus.azure.net/.default").token
+
+
+def test_instance_discovery_points_msal_at_the_emulators_openid_configuration(entra: RunningEmulator) -> None:
+    """What MSAL asks login.microsoftonline.com about an authority it does not know (answered when a client
+    reaches the emulator by that name, as tools/run-sdk-samples arranges)."""
+    authority = f"{entra.authority_host}/{entra.tenant_id}"
+    answer = requests.get(
+        f"{entra.authority_host}/common/discovery/instance",
+        params={"authorization_endpoint": f"{authority}/oauth2/v2.0/authorize", "api-version": "1.0"},
+        verify=str(entra.ca_path),
+        timeout=10,
+    ).json()
+    discovery = requests.get(
+        answer["tenant_discovery_endpoint"], verify=str(entra.ca_path), timeout=10
+    ).json()
+    assert discovery["token_endpoint"] == f"{authority}/oauth2/v2.0/token"

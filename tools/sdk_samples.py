@@ -1,0 +1,357 @@
+"""Run the Azure SDK for Python's published samples against the emulator (``tools/run-sdk-samples``).
+
+The samples come from the sdists of the installed azure-eventhub and azure-servicebus versions
+(``pip download --no-binary :all: --no-deps``), unmodified. They run with only environment variables
+set, as a user runs them against Azure: the connection strings, entity names, and for Microsoft Entra
+ID ``AZURE_AUTHORITY_HOST``, ``AZURE_TENANT_ID``, ``AZURE_CLIENT_ID`` and ``AZURE_FEDERATED_TOKEN_FILE``
+(``DefaultAzureCredential`` signs in as a workload identity, as in AKS) or ``AZURE_CLIENT_SECRET``
+(the samples that build an ``EnvironmentCredential``).
+
+The SDKs reach Azure on fixed ports (5671 for AMQP over TLS, 443 for WebSockets and HTTPS), so the
+samples and the emulator run in a private network namespace (``unshare``) where loopback is theirs:
+the emulator binds those ports on 127.0.0.1, ``localhost`` is the namespace's host name, and
+``login.microsoftonline.com`` (which MSAL asks about unknown authorities) is mapped to loopback too.
+The samples trust the emulator's CA through a copy of ``certifi`` (the SDKs' AMQP transport reads only
+its bundle) and ``SSL_CERT_FILE`` / ``REQUESTS_CA_BUNDLE``.
+
+Samples that need something other than Event Hubs and Service Bus are listed with the reason and not
+run. A sample that is still running after its time (the receive samples run until interrupted) is
+stopped with SIGINT, as a user stops it; it passes if it printed no error. The result is a table,
+and the exit code is 1 if any sample failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DISTRIBUTIONS = ("azure-eventhub", "azure-servicebus")
+INSIDE = "FEDERATOR_SAMPLES_INSIDE_NETNS"
+TENANT = "00000000-0000-0000-0000-0000000e0000"
+CLIENT_ID = "5a3b1e2c-0d4f-4e6a-9b8c-7d6e5f4a3b2c"
+CLIENT_SECRET = "samples-client-secret"  # a placeholder for a throwaway emulator, not a secret
+SERVICE_ACCOUNT = "system:serviceaccount:samples:runner"
+CLUSTER_ISSUER = "https://oidc.samples.invalid"
+KEY_NAME, KEY = "RootManageSharedAccessKey", "SAS_KEY_VALUE"
+
+# Samples that need something other than Event Hubs and Service Bus (checked on the sample's source).
+NOT_RUN = (
+    ("CheckpointStore", "needs Azure Blob Storage (a checkpoint store) and its account"),
+    ("IOTHUB_CONN_STR", "needs an Azure IoT Hub"),
+    ("<custom_endpoint_hostname>", "its custom endpoint address is a placeholder to edit in the code"),
+    ("http_proxy=HTTP_PROXY", "needs an HTTP proxy at the address and credentials written in the sample"),
+)
+# Samples that fail by themselves, whatever service they run against: run, and reported with the reason
+# when they fail the known way.
+SAMPLE_DEFECTS = {
+    "sample_code_eventhub.py": (
+        "UnboundLocalError: cannot access local variable 'EventHubProducerClient'",
+        "the sample's own bug: it imports EventHubProducerClient inside a function after using it there",
+    ),
+}
+FAILURE_MARKS = ("Traceback (most recent call last)", "An exception:", "Error occurred")
+
+
+@dataclass
+class Result:
+    sample: str
+    status: str  # pass, stopped (ran until interrupted, no error), fail, defect (the sample's own), not run
+    seconds: float
+    detail: str
+
+
+# -- outside the network namespace ---------------------------------------------------------------
+def fetch_samples(work: Path) -> list[Path]:
+    """The samples directories of the installed SDK versions' sdists (downloaded once into ``work``)."""
+    found = []
+    for distribution in DISTRIBUTIONS:
+        version = importlib.metadata.version(distribution)
+        target = work / "samples" / f"{distribution}-{version}"
+        if not target.exists():
+            sdists = work / "sdists"
+            requirement = f"{distribution}=={version}"
+            pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:", "--no-deps"]
+            subprocess.run([*pip, "--dest", str(sdists), requirement], check=True)
+            archive = next(sdists.glob(f"{distribution.replace('-', '_')}-{version}.tar.gz"))
+            with tarfile.open(archive) as tar:
+                members = [m for m in tar.getmembers() if "/samples/" in m.name and m.isfile()]
+                tar.extractall(work / "extract", members=members, filter="data")
+            extracted = next((work / "extract").glob(f"*{version}/samples"))
+            shutil.move(str(extracted), target)
+        found.append(target)
+    return found
+
+
+def reexec_in_network_namespace(args: list[str]) -> int:
+    if shutil.which("unshare") is None:
+        print("run-sdk-samples needs unshare (util-linux) for a private network namespace", file=sys.stderr)
+        return 2
+    command = ["unshare", "--user", "--map-root-user", "--net", "--mount", sys.executable, __file__, *args]
+    return subprocess.run(command, env={**os.environ, INSIDE: "1"}).returncode
+
+
+# -- inside ---------------------------------------------------------------------------------------
+def prepare_network(work: Path) -> None:
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    hosts = work / "hosts"
+    hosts.write_text("127.0.0.1 localhost login.microsoftonline.com\n::1 localhost\n")
+    subprocess.run(["mount", "--bind", str(hosts), "/etc/hosts"], check=True)
+
+
+def cluster_issuer(work: Path) -> tuple[Path, Path]:
+    """A stand-in for a cluster's service account issuer: its JWKS, and a projected token it signed."""
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk: dict[str, Any] = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    jwks = work / "cluster-jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**jwk, "kid": "samples", "use": "sig"}]}))
+    now = int(time.time())
+    claims = {"iss": CLUSTER_ISSUER, "sub": SERVICE_ACCOUNT, "aud": ["api://AzureADTokenExchange"]}
+    token = jwt.encode({**claims, "iat": now, "exp": now + 6 * 3600}, key, "RS256", {"kid": "samples"})
+    token_file = work / "azure-identity-token"
+    token_file.write_text(token)
+    return jwks, token_file
+
+
+def emulator_config(jwks: Path) -> dict[str, Any]:
+    owner_roles = ["Azure Event Hubs Data Owner", "Azure Service Bus Data Owner", "Contributor"]
+    return {
+        "tlsHostNames": ["login.microsoftonline.com"],
+        "identity": {
+            "tenantId": TENANT,
+            "trustedIssuers": [{"issuer": CLUSTER_ISSUER, "jwksPath": str(jwks)}],
+            "applications": [
+                {
+                    "name": "samples",
+                    "clientId": CLIENT_ID,
+                    "clientSecret": CLIENT_SECRET,
+                    "federatedCredentials": [{"issuer": CLUSTER_ISSUER, "subject": SERVICE_ACCOUNT}],
+                }
+            ],
+        },
+        "namespaces": [
+            {
+                "name": "samples",
+                "host": "127.0.0.1",
+                "amqpPort": 5672,
+                "httpsPort": 443,
+                "amqpsPort": 5671,
+                "roleAssignments": [{"principal": "samples", "role": role} for role in owner_roles],
+                "eventHubs": [{"name": "eventhub", "partitionCount": 2}],
+                "queues": [{"name": "queue"}, {"name": "sessionqueue", "requiresSession": True}],
+                "topics": [{"name": "topic", "subscriptions": [{"name": "subscription"}]}],
+            }
+        ],
+    }
+
+
+def start_emulator(work: Path, config: dict[str, Any]) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    import yaml
+
+    config_file, ready = work / "emulator.yaml", work / "ready.json"
+    config_file.write_text(yaml.safe_dump(config))
+    ready.unlink(missing_ok=True)
+    log = (work / "emulator.log").open("wb")
+    command = [sys.executable, "-m", "federator_emulator", "--config", str(config_file)]
+    process = subprocess.Popen(
+        [*command, "--ready-file", str(ready), "--data-dir", str(work / "data"), "--log-level", "WARNING"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the emulator did not start; see {work / 'emulator.log'}")
+        time.sleep(0.1)
+    return process, json.loads(ready.read_text())
+
+
+def trust_store(work: Path, ca: Path) -> Path:
+    """A copy of certifi whose bundle also holds the emulator's CA (the SDKs' AMQP transport reads only
+    ``certifi.where()``), to put first on PYTHONPATH."""
+    import certifi
+
+    trust = work / "trust"
+    shutil.rmtree(trust, ignore_errors=True)
+    shutil.copytree(Path(certifi.__file__).parent, trust / "certifi")
+    bundle = trust / "certifi" / "cacert.pem"
+    bundle.write_text(bundle.read_text() + "\n" + ca.read_text())
+    return trust
+
+
+def sample_environment(work: Path, ready: dict[str, Any], trust: Path, token_file: Path) -> dict[str, str]:
+    bundle = str(trust / "certifi" / "cacert.pem")
+    connection_string = f"Endpoint=sb://localhost/;SharedAccessKeyName={KEY_NAME};SharedAccessKey={KEY}"
+    # The Event Hubs samples read the hub from the connection string too (EntityPath), as the portal gives it.
+    hub_connection_string = f"{connection_string};EntityPath=eventhub"
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV")}
+    return {
+        **keep,
+        "PYTHONPATH": str(trust),
+        "SSL_CERT_FILE": bundle,
+        "REQUESTS_CA_BUNDLE": bundle,
+        "WEBSOCKET_CLIENT_CA_BUNDLE": bundle,
+        "EVENT_HUB_HOSTNAME": "localhost",
+        "EVENT_HUB_NAME": "eventhub",
+        "EVENT_HUB_CONN_STR": hub_connection_string,
+        "EVENT_HUB_SAS_POLICY": KEY_NAME,
+        "EVENT_HUB_SAS_KEY": KEY,
+        "SERVICEBUS_FULLY_QUALIFIED_NAMESPACE": "localhost",
+        "SERVICEBUS_CONNECTION_STR": connection_string,
+        "SERVICEBUS_QUEUE_NAME": "queue",
+        "SERVICEBUS_SESSION_QUEUE_NAME": "sessionqueue",
+        "SERVICEBUS_TOPIC_NAME": "topic",
+        "SERVICEBUS_SUBSCRIPTION_NAME": "subscription",
+        "SERVICEBUS_SESSION_ID": "session",
+        "SERVICEBUS_SAS_POLICY": KEY_NAME,
+        "SERVICEBUS_SAS_KEY": KEY,
+        "AZURE_AUTHORITY_HOST": "https://localhost",  # the emulator's port 443 (ready["identity"])
+        "AZURE_TENANT_ID": TENANT,
+        "AZURE_CLIENT_ID": CLIENT_ID,
+        "AZURE_FEDERATED_TOKEN_FILE": str(token_file),
+    }
+
+
+def not_run_reason(source: str) -> str | None:
+    return next((reason for mark, reason in NOT_RUN if mark in source), None)
+
+
+def run_sample(path: Path, base: Path, environment: dict[str, str], seconds: float, logs: Path) -> Result:
+    name = str(path.relative_to(base))
+    source = path.read_text()
+    reason = not_run_reason(source)
+    if reason is not None:
+        return Result(name, "not run", 0.0, reason)
+    env = {**environment, "PYTHONFAULTHANDLER": "1"}
+    if "EnvironmentCredential(" in source:  # a service principal with a secret, as these samples expect
+        env["AZURE_CLIENT_SECRET"] = CLIENT_SECRET
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, path.name],
+        cwd=path.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    stopped, hung = False, False
+    try:
+        output, _ = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        stopped = True
+        process.send_signal(signal.SIGINT)  # as a user stops a sample that receives until interrupted
+        try:
+            output, _ = process.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            hung = True
+            process.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: the log shows where every thread was
+            output, _ = process.communicate()
+    text = output.decode(errors="replace")
+    log = logs / name.replace("/", "__")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(text)
+    elapsed = time.monotonic() - started
+    if hung:
+        return Result(name, "fail", elapsed, f"did not stop on SIGINT; see {log}")
+    mark = next((m for m in FAILURE_MARKS if m in text and not _interrupt_only(text, stopped)), None)
+    if mark is not None or (process.returncode != 0 and not stopped):
+        defect = SAMPLE_DEFECTS.get(path.name)
+        if defect is not None and defect[0] in text:
+            return Result(name, "defect", elapsed, defect[1])
+        return Result(name, "fail", elapsed, _last_lines(text))
+    return Result(name, "stopped" if stopped else "pass", elapsed, "")
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_INTERRUPTION = ("KeyboardInterrupt", "asyncio.exceptions.CancelledError", "CancelledError")
+
+
+def _interrupt_only(text: str, stopped: bool) -> bool:
+    """Tracebacks that only report our SIGINT (and the cancellations it causes in an event loop) are how
+    a sample without a handler for it stops."""
+    if not stopped:
+        return False
+    raised = []
+    for block in text.split(_TRACEBACK)[1:]:  # a traceback ends at its first unindented line
+        line = next((line for line in block.splitlines() if line and not line[0].isspace()), "")
+        raised.append(re.split(r"[:(]", line, maxsplit=1)[0].strip())
+    return bool(raised) and all(name in _INTERRUPTION for name in raised)
+
+
+def _last_lines(text: str, count: int = 4) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[-count:])[:400]
+
+
+def print_table(results: list[Result]) -> None:
+    width = max(len(r.sample) for r in results)
+    print(f"{'sample':<{width}}  {'result':<8} {'seconds':>7}  detail")
+    for r in results:
+        print(f"{r.sample:<{width}}  {r.status:<8} {r.seconds:7.1f}  {r.detail}")
+    statuses = ("pass", "stopped", "fail", "defect", "not run")
+    counts = {status: sum(r.status == status for r in results) for status in statuses}
+    passed, failed = counts["pass"] + counts["stopped"], counts["fail"]
+    print(f"{passed} passed, {failed} failed, {counts['defect']} sample defects, {counts['not run']} not run")
+
+
+def inside(work: Path, only: str, seconds: float, report: Path | None) -> int:
+    prepare_network(work)
+    jwks, token_file = cluster_issuer(work)
+    shutil.rmtree(work / "data", ignore_errors=True)
+    emulator, ready = start_emulator(work, emulator_config(jwks))
+    try:
+        ca = Path(ready["caCertificatePath"])
+        environment = sample_environment(work, ready, trust_store(work, ca), token_file)
+        results = []
+        for samples in sorted((work / "samples").iterdir()):
+            for path in sorted(samples.rglob(only)):
+                result = run_sample(path, work / "samples", environment, seconds, work / "logs")
+                print(f"{result.status:<8} {result.seconds:6.1f}s  {result.sample}", flush=True)
+                results.append(result)
+    finally:
+        emulator.send_signal(signal.SIGTERM)
+        emulator.wait(30)
+    print()
+    print_table(results)
+    if report is not None:
+        report.write_text(json.dumps([r.__dict__ for r in results], indent=2) + "\n")
+    return 1 if any(r.status == "fail" for r in results) else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="run-sdk-samples", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--work", type=Path, default=ROOT / ".cache" / "sdk-samples", help="download and run here"
+    )
+    parser.add_argument("--only", default="*.py", help="a file name pattern of the samples to run")
+    parser.add_argument("--seconds", type=float, default=25.0, help="a sample's time before SIGINT stops it")
+    parser.add_argument("--report", type=Path, default=None, help="also write the results as JSON here")
+    args = parser.parse_args()
+    work: Path = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    if os.environ.get(INSIDE) == "1":
+        report = args.report.resolve() if args.report else None
+        return inside(work, args.only, args.seconds, report)
+    fetch_samples(work)
+    forwarded = ["--work", str(work), "--only", args.only, "--seconds", str(args.seconds)]
+    if args.report is not None:
+        forwarded += ["--report", str(args.report.resolve())]
+    return reexec_in_network_namespace(forwarded)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
