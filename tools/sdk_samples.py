@@ -62,6 +62,19 @@ SAMPLE_DEFECTS = {
         "the sample's own bug: it imports EventHubProducerClient inside a function after using it there",
     ),
 }
+# Samples that need more time than most before they end, or before they can be stopped:
+# - a pool of next-available-session receivers drains the queue, then each waits, and retries with
+#   backoff, until no session comes (OperationTimeoutError), and ends;
+# - the async sample code sends batches of 1 MB (tens of thousands of events) and receives them all from
+#   the start, in a callback loop that gives the event loop no turn (so no SIGINT) until it has drained
+#   them (about two minutes on a loaded 2-core machine).
+SAMPLE_SECONDS = {
+    "session_pool_receive.py": 90.0,
+    "session_pool_receive_async.py": 90.0,
+    "sample_code_eventhub_async.py": 150.0,
+}
+# How long a sample gets to stop after SIGINT (an async client's cleanup on a loaded machine takes a while).
+_STOP_SECONDS = 30
 FAILURE_MARKS = ("Traceback (most recent call last)", "An exception:", "Error occurred")
 
 
@@ -128,7 +141,20 @@ def cluster_issuer(work: Path) -> tuple[Path, Path]:
     return jwks, token_file
 
 
-def emulator_config(jwks: Path) -> dict[str, Any]:
+def entity_names(index: int) -> dict[str, str]:
+    """The entities one sample uses: each sample has its own, so none finds another's leftovers (an Event
+    Hubs receive sample reads its hub from the start)."""
+    return {
+        "EVENT_HUB_NAME": f"eventhub-{index}",
+        "SERVICEBUS_QUEUE_NAME": f"queue-{index}",
+        "SERVICEBUS_SESSION_QUEUE_NAME": f"sessionqueue-{index}",
+        "SERVICEBUS_TOPIC_NAME": f"topic-{index}",
+        "SERVICEBUS_SUBSCRIPTION_NAME": "subscription",
+    }
+
+
+def emulator_config(jwks: Path, samples: int) -> dict[str, Any]:
+    names = [entity_names(i) for i in range(samples)]
     owner_roles = ["Azure Event Hubs Data Owner", "Azure Service Bus Data Owner", "Contributor"]
     return {
         "tlsHostNames": ["login.microsoftonline.com"],
@@ -152,9 +178,16 @@ def emulator_config(jwks: Path) -> dict[str, Any]:
                 "httpsPort": 443,
                 "amqpsPort": 5671,
                 "roleAssignments": [{"principal": "samples", "role": role} for role in owner_roles],
-                "eventHubs": [{"name": "eventhub", "partitionCount": 2}],
-                "queues": [{"name": "queue"}, {"name": "sessionqueue", "requiresSession": True}],
-                "topics": [{"name": "topic", "subscriptions": [{"name": "subscription"}]}],
+                "eventHubs": [{"name": n["EVENT_HUB_NAME"], "partitionCount": 2} for n in names],
+                "queues": [{"name": n["SERVICEBUS_QUEUE_NAME"]} for n in names]
+                + [{"name": n["SERVICEBUS_SESSION_QUEUE_NAME"], "requiresSession": True} for n in names],
+                "topics": [
+                    {
+                        "name": n["SERVICEBUS_TOPIC_NAME"],
+                        "subscriptions": [{"name": n["SERVICEBUS_SUBSCRIPTION_NAME"]}],
+                    }
+                    for n in names
+                ],
             }
         ],
     }
@@ -194,11 +227,10 @@ def trust_store(work: Path, ca: Path) -> Path:
     return trust
 
 
-def sample_environment(work: Path, ready: dict[str, Any], trust: Path, token_file: Path) -> dict[str, str]:
+def sample_environment(trust: Path, token_file: Path) -> dict[str, str]:
+    """What every sample gets (``entity_names`` adds its own entities)."""
     bundle = str(trust / "certifi" / "cacert.pem")
     connection_string = f"Endpoint=sb://localhost/;SharedAccessKeyName={KEY_NAME};SharedAccessKey={KEY}"
-    # The Event Hubs samples read the hub from the connection string too (EntityPath), as the portal gives it.
-    hub_connection_string = f"{connection_string};EntityPath=eventhub"
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV")}
     return {
         **keep,
@@ -207,20 +239,15 @@ def sample_environment(work: Path, ready: dict[str, Any], trust: Path, token_fil
         "REQUESTS_CA_BUNDLE": bundle,
         "WEBSOCKET_CLIENT_CA_BUNDLE": bundle,
         "EVENT_HUB_HOSTNAME": "localhost",
-        "EVENT_HUB_NAME": "eventhub",
-        "EVENT_HUB_CONN_STR": hub_connection_string,
+        "EVENT_HUB_CONN_STR": connection_string,
         "EVENT_HUB_SAS_POLICY": KEY_NAME,
         "EVENT_HUB_SAS_KEY": KEY,
         "SERVICEBUS_FULLY_QUALIFIED_NAMESPACE": "localhost",
         "SERVICEBUS_CONNECTION_STR": connection_string,
-        "SERVICEBUS_QUEUE_NAME": "queue",
-        "SERVICEBUS_SESSION_QUEUE_NAME": "sessionqueue",
-        "SERVICEBUS_TOPIC_NAME": "topic",
-        "SERVICEBUS_SUBSCRIPTION_NAME": "subscription",
         "SERVICEBUS_SESSION_ID": "session",
         "SERVICEBUS_SAS_POLICY": KEY_NAME,
         "SERVICEBUS_SAS_KEY": KEY,
-        "AZURE_AUTHORITY_HOST": "https://localhost",  # the emulator's port 443 (ready["identity"])
+        "AZURE_AUTHORITY_HOST": "https://localhost",  # the emulator's port 443, Azure's HTTPS port
         "AZURE_TENANT_ID": TENANT,
         "AZURE_CLIENT_ID": CLIENT_ID,
         "AZURE_FEDERATED_TOKEN_FILE": str(token_file),
@@ -231,13 +258,17 @@ def not_run_reason(source: str) -> str | None:
     return next((reason for mark, reason in NOT_RUN if mark in source), None)
 
 
-def run_sample(path: Path, base: Path, environment: dict[str, str], seconds: float, logs: Path) -> Result:
+def run_sample(
+    path: Path, base: Path, environment: dict[str, str], seconds: float, logs: Path, index: int
+) -> Result:
     name = str(path.relative_to(base))
     source = path.read_text()
     reason = not_run_reason(source)
     if reason is not None:
         return Result(name, "not run", 0.0, reason)
-    env = {**environment, "PYTHONFAULTHANDLER": "1"}
+    env = {**environment, **entity_names(index), "PYTHONFAULTHANDLER": "1"}
+    # The Event Hubs samples read the hub from the connection string too (EntityPath), as the portal gives it.
+    env["EVENT_HUB_CONN_STR"] += f";EntityPath={env['EVENT_HUB_NAME']}"
     if "EnvironmentCredential(" in source:  # a service principal with a secret, as these samples expect
         env["AZURE_CLIENT_SECRET"] = CLIENT_SECRET
     started = time.monotonic()
@@ -250,12 +281,12 @@ def run_sample(path: Path, base: Path, environment: dict[str, str], seconds: flo
     )
     stopped, hung = False, False
     try:
-        output, _ = process.communicate(timeout=seconds)
+        output, _ = process.communicate(timeout=SAMPLE_SECONDS.get(path.name, seconds))
     except subprocess.TimeoutExpired:
         stopped = True
         process.send_signal(signal.SIGINT)  # as a user stops a sample that receives until interrupted
         try:
-            output, _ = process.communicate(timeout=15)
+            output, _ = process.communicate(timeout=_STOP_SECONDS)
         except subprocess.TimeoutExpired:
             hung = True
             process.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: the log shows where every thread was
@@ -312,16 +343,16 @@ def inside(work: Path, only: str, seconds: float, report: Path | None) -> int:
     prepare_network(work)
     jwks, token_file = cluster_issuer(work)
     shutil.rmtree(work / "data", ignore_errors=True)
-    emulator, ready = start_emulator(work, emulator_config(jwks))
+    paths = [p for samples in sorted((work / "samples").iterdir()) for p in sorted(samples.rglob(only))]
+    emulator, ready = start_emulator(work, emulator_config(jwks, len(paths)))
     try:
         ca = Path(ready["caCertificatePath"])
-        environment = sample_environment(work, ready, trust_store(work, ca), token_file)
+        environment = sample_environment(trust_store(work, ca), token_file)
         results = []
-        for samples in sorted((work / "samples").iterdir()):
-            for path in sorted(samples.rglob(only)):
-                result = run_sample(path, work / "samples", environment, seconds, work / "logs")
-                print(f"{result.status:<8} {result.seconds:6.1f}s  {result.sample}", flush=True)
-                results.append(result)
+        for index, path in enumerate(paths):
+            result = run_sample(path, work / "samples", environment, seconds, work / "logs", index)
+            print(f"{result.status:<8} {result.seconds:6.1f}s  {result.sample}", flush=True)
+            results.append(result)
     finally:
         emulator.send_signal(signal.SIGTERM)
         emulator.wait(30)
