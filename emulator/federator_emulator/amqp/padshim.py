@@ -102,7 +102,11 @@ class _PaddedOutput:
             (size,) = struct.unpack_from(">I", raw, pos)
             if len(raw) - pos < size:
                 break
-            for frame in self.ids.outgoing(bytes(raw[pos : pos + size])):
+            frame = bytes(raw[pos : pos + size])
+            if self.ids.concerns(frame):
+                for piece in self.ids.outgoing(frame):
+                    self.padded += pad_frame(piece)
+            else:
                 self.padded += pad_frame(frame)
             pos += size
         del raw[:pos]

@@ -22,6 +22,7 @@ _FRAME_HEADER_LEN = 8
 _AMQP_FRAME = 0
 _BEGIN, _TRANSFER, _DISPOSITION, _END = 0x11, 0x14, 0x15, 0x17
 _NULL = 0x40
+_SESSION_CODES = frozenset((_BEGIN, _END, _TRANSFER))  # the incoming frames that move delivery-ids
 
 
 class FrameError(ValueError):
@@ -156,7 +157,8 @@ class DeliveryIds:
             (size,) = struct.unpack_from(">I", buf, pos)
             if size < _FRAME_HEADER_LEN or len(buf) - pos < size:
                 break
-            if _descriptor_code(buf, pos, size) in (_BEGIN, _END, _TRANSFER):
+            doff = pos + buf[pos + 4] * 4  # the performative's descriptor, inline: this runs for every frame
+            if size > doff - pos + 2 and buf[pos + 5] == _AMQP_FRAME and buf[doff + 2] in _SESSION_CODES:
                 frame = bytes(buf[pos : pos + size])
                 changed = self._incoming_frame(frame)
                 if changed is not frame:
@@ -224,6 +226,15 @@ class DeliveryIds:
         return transfer.encode(fields)
 
     # -- outgoing -----------------------------------------------------------------------------
+    def concerns(self, frame: bytes) -> bool:
+        """Whether ``outgoing`` may change our frame: a session's begin (its channel is mapped), or a
+        disposition once deliveries were renumbered (most connections never have any)."""
+        doff = frame[4] * 4
+        if len(frame) <= doff + 2 or frame[5] != _AMQP_FRAME:
+            return False
+        code = frame[doff + 2]
+        return code == _BEGIN or (code == _DISPOSITION and bool(self.renumbered))
+
     def outgoing(self, frame: bytes) -> list[bytes]:
         """Our frame as the client must see it: dispositions name the client's own delivery-ids."""
         code = _descriptor_code(frame)
@@ -267,12 +278,11 @@ class DeliveryIds:
             self.client_channel[_channel(frame)] = remote
 
 
-def _descriptor_code(buf: bytes | bytearray, at: int = 0, size: int | None = None) -> int | None:
-    """The performative code of the frame at ``at`` (None for SASL, heartbeat or other frames)."""
-    end = len(buf) if size is None else at + size
-    doff = at + buf[at + 4] * 4
-    if end > doff + 2 and buf[at + 5] == _AMQP_FRAME and buf[doff : doff + 2] == b"\x00\x53":
-        return buf[doff + 2]
+def _descriptor_code(frame: bytes) -> int | None:
+    """The performative code of a frame (None for SASL, heartbeat or other frames)."""
+    doff = frame[4] * 4
+    if len(frame) > doff + 2 and frame[5] == _AMQP_FRAME and frame[doff : doff + 2] == b"\x00\x53":
+        return frame[doff + 2]
     return None
 
 
