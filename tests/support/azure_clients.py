@@ -11,7 +11,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage
 from azure.servicebus.management import ServiceBusAdministrationClient
 
 from federator_contract.emulatorconfig import DEFAULT_KEY_NAME, DEFAULT_KEY_VALUE
-from federator_emulator.testing import FakeCredential
+from federator_emulator.testing import EmulatorCredential
 
 
 def drain_subscription(
@@ -56,9 +56,9 @@ def admin_client(emulator: Any, namespace: str | None = None) -> ServiceBusAdmin
 
 
 def arm_client(emulator: Any) -> ServiceBusManagementClient:
-    """``azure-mgmt-servicebus`` on the emulator's ARM endpoint (any bearer token is taken)."""
+    """``azure-mgmt-servicebus`` on the emulator's ARM endpoint, signed in as its administrator."""
     return ServiceBusManagementClient(
-        FakeCredential(),
+        EmulatorCredential(emulator),
         emulator.namespace().arm.subscription_id,
         base_url=emulator.arm_endpoint,
         connection_verify=str(emulator.ca_path),
@@ -66,9 +66,9 @@ def arm_client(emulator: Any) -> ServiceBusManagementClient:
 
 
 def dns_client(emulator: Any) -> DnsManagementClient:
-    """``azure-mgmt-dns`` on the emulator's ARM endpoint."""
+    """``azure-mgmt-dns`` on the emulator's ARM endpoint, signed in as its administrator."""
     return DnsManagementClient(
-        FakeCredential(),
+        EmulatorCredential(emulator),
         emulator.namespace().arm.subscription_id,
         base_url=emulator.arm_endpoint,
         connection_verify=str(emulator.ca_path),
