@@ -4,6 +4,9 @@ AZURE_AUTHORITY_HOST), and says plainly when a pod lacks it."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,3 +98,96 @@ def test_a_connection_that_names_its_client_id_needs_no_annotation(
 ) -> None:
     monkeypatch.delenv("AZURE_CLIENT_ID")
     assert connections._credential(_connection(NAMED)).kwargs["client_id"] == NAMED
+
+
+# ------------------------------------------------------------------------------ end to end
+
+REPLICATOR = "33333333-3333-3333-3333-333333333333"
+SERVICE_ACCOUNT = "system:serviceaccount:default:federator-spark"
+# The emulator as a Microsoft Entra tenant: the replicator's managed identity trusts the service account
+# of the Spark pods, and may only read the source and write the target.
+ENTRA_CONFIG = {
+    "identity": {
+        "applications": [
+            {
+                "name": "replicator",
+                "clientId": REPLICATOR,
+                "federatedCredentials": [{"subject": SERVICE_ACCOUNT}],
+            }
+        ]
+    },
+    "namespaces": [
+        {
+            "name": "ns1",
+            "eventHubs": [{"name": "src", "partitionCount": 2}, {"name": "dst", "partitionCount": 2}],
+            "roleAssignments": [
+                {"principal": "replicator", "role": "Azure Event Hubs Data Receiver", "scope": "src"},
+                {"principal": "replicator", "role": "Azure Event Hubs Data Sender", "scope": "dst"},
+            ],
+        }
+    ],
+}
+
+
+def _pod_env(emulator: Any, token_file: Path) -> dict[str, str]:
+    """What the AKS webhook injects into a labelled pod, and the emulator's CA to trust (for AMQP over
+    TLS and for the token endpoint) where a pod trusts Azure's public CAs."""
+    return {
+        "AZURE_TENANT_ID": emulator.tenant_id,
+        "AZURE_CLIENT_ID": REPLICATOR,
+        "AZURE_FEDERATED_TOKEN_FILE": str(token_file),
+        "AZURE_AUTHORITY_HOST": emulator.authority_host,
+        "FEDERATOR_CA_BUNDLE": str(emulator.ca_path),
+    }
+
+
+@pytest.mark.slow
+def test_a_workload_identity_task_replicates_with_a_projected_token(
+    emulator_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spark_helpers import read_all, send, start_app, task_config
+
+    emulator = emulator_factory(ENTRA_CONFIG)
+    cs = emulator.connection_string("ns1")
+    send(cs, "src", [{"body": f"e{i}", "key": f"k{i % 5}"} for i in range(40)])
+    # Play the AKS webhook: project the service account's token into the "pod".
+    token_file = tmp_path / "azure-identity-token"
+    token_file.write_text(emulator.workload_identity_token(SERVICE_ACCOUNT), encoding="utf-8")
+    fqdn = emulator.namespace().fully_qualified_namespace  # localhost:<TLS port>
+    spec = {
+        # The source signs in as the service account's identity (AZURE_CLIENT_ID), the target names it.
+        "source": {
+            "eventHub": {
+                "connection": {"workloadIdentity": {"fullyQualifiedNamespace": fqdn}},
+                "eventHubName": "src",
+            }
+        },
+        "targets": [
+            {
+                "name": "dst",
+                "eventHub": {
+                    "connection": {
+                        "workloadIdentity": {"fullyQualifiedNamespace": fqdn, "clientId": REPLICATOR}
+                    },
+                    "eventHubName": "dst",
+                },
+            }
+        ],
+        "delivery": {"effectivelyOnce": True},
+    }
+    config = task_config(tmp_path, emulator, spec, namespaces=())
+    config_path = tmp_path / "task.json"
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    for name, value in _pod_env(emulator, token_file).items():
+        monkeypatch.setenv(name, value)
+
+    log = tmp_path / "replicate.log"
+    app = start_app(config_path, log, "--available-now")
+    try:
+        assert app.wait(timeout=240) == 0, log.read_text(encoding="utf-8")[-4000:]
+    finally:
+        if app.poll() is None:
+            os.killpg(app.pid, signal.SIGKILL)
+            app.wait()
+    replicated = sorted(e.body_as_str() for events in read_all(cs, "dst").values() for e in events)
+    assert replicated == sorted(f"e{i}" for i in range(40))
