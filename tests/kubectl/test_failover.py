@@ -16,7 +16,7 @@ from plugin_seeds import following_task, group, ready
 
 from federator.kube.client import JSON_PATCH
 from federator.kubectl.cluster import PluginError
-from federator.kubectl.failover import NothingToDo, plan_switch
+from federator.kubectl.failover import NothingToDo, plan_switch, show
 from federator.settings import OperatorSettings
 from federator_emulator.server import RunningEmulator
 from federator_emulator.testing import EmulatorFactory
@@ -65,6 +65,77 @@ def test_a_switch_is_a_change_of_spec_active_member() -> None:
         plan_switch(placed("FailedOver", "neu", "neu"), "neu", [])
     with pytest.raises(PluginError, match="'xyz' is not a member of FailoverGroup orders: weu, neu"):
         plan_switch(placed("Normal", "weu", "weu"), "xyz", [])
+
+
+def test_planned_and_forced_set_the_switch_mode_with_the_request() -> None:
+    waiting = {"member": "neu", "since": "2026-11-26T10:00:00Z"}
+    plan = plan_switch(placed("Normal", "weu", "weu"), "neu", [], planned=True)
+    [patch] = plan.patches
+    assert patch.body["spec"] == {"activeMember": "neu", "switching": {"planned": True}}
+    assert plan.planned and plan.planned_timeout_seconds == 300
+    # Asking for the mode the group already has changes only activeMember.
+    [same] = plan_switch(placed("Normal", "weu", "weu", switching={"planned": True}), "neu", [], True).patches
+    assert same.body["spec"] == {"activeMember": "neu"}
+    # A planned switch that waits for the replication is forced by changing the mode alone.
+    stuck = placed("Normal", "weu", "weu", "neu", activeMember="neu", switching={"planned": True})
+    stuck["status"]["pendingSwitch"] = waiting
+    [force] = plan_switch(stuck, "neu", [], planned=False).patches
+    assert force.body["spec"] == {"switching": {"planned": False}} and force.requested == "neu"
+    assert plan_switch(stuck, "neu", []).patches == []
+    # Automatic mode, the field already names the primary: the mode goes into the same JSON patch.
+    [remove] = plan_switch(
+        placed(
+            "FailedOver",
+            "neu",
+            "neu",
+            "weu",
+            mode="automatic",
+            activeMember="weu",
+            switching={"plannedTimeoutSeconds": 60},
+        ),
+        None,
+        [],
+        planned=True,
+    ).patches
+    assert remove.body[1:] == [
+        {"op": "add", "path": "/spec/switching", "value": {"plannedTimeoutSeconds": 60, "planned": True}},
+        {"op": "remove", "path": "/spec/activeMember"},
+    ]
+
+
+def test_the_plan_tells_what_a_switch_now_leaves_behind() -> None:
+    measured = placed("Normal", "weu", "weu", switching={"planned": True, "plannedTimeoutSeconds": 120})
+    measured["status"]["replication"] = [{"member": "neu", "eventsBehind": 1200, "rpoSeconds": 3.5}]
+    text = "\n".join(line.plain for line in show(plan_switch(measured, "neu", [])))
+    assert (
+        "switch     planned: waits until the replication into neu has caught up (now behind: 1,200 events "
+        "(3.5s)), at most 120s, then switches anyway" in text
+    )
+    forced = "\n".join(line.plain for line in show(plan_switch(measured, "neu", [], planned=False)))
+    assert (
+        "switch     forced: at once; what is not copied to neu yet stays behind (now: 1,200 events" in forced
+    )
+    unmeasured = "\n".join(
+        line.plain for line in show(plan_switch(placed("Normal", "weu", "weu"), "neu", []))
+    )
+    assert "forced: at once; what is not copied to neu yet stays behind (now: not measured" in unmeasured
+
+
+def test_planned_and_forced_exclude_each_other(federator: Plugin) -> None:
+    done = federator("failover", "orders", "--to", "neu", "--planned", "--forced", "--yes", check=False)
+    assert done.returncode == 2 and "--planned and --forced exclude each other" in done.stderr
+
+
+def test_a_planned_request_through_kubectl(kube: KubeServer, federator: Plugin) -> None:
+    create(
+        kube,
+        group(),
+        {"phase": "Normal", "producerMember": "weu", "consumerMember": "weu", "conditions": ready("Active")},
+    )
+    done = federator("failover", "orders", "--to", "neu", "--planned", "--yes", "--no-wait")
+    assert "requested: spec.activeMember: (unset) → neu, spec.switching.planned → true" in done.stdout
+    spec = kube.request("GET", f"{GROUPS}/orders")[1]["spec"]
+    assert spec["activeMember"] == "neu" and spec["switching"]["planned"] is True
 
 
 def test_nothing_changes_without_consent(kube: KubeServer, federator: Plugin) -> None:

@@ -114,12 +114,18 @@ def _print(out: Any, data: Any, drawing: RenderableType, fmt: str) -> None:
 
 
 async def switch(
-    target: Target, group: str, member: str | None, yes: bool, follow: bool, timeout: float | None
+    target: Target,
+    group: str,
+    member: str | None,
+    planned: bool | None,
+    yes: bool,
+    follow: bool,
+    timeout: float | None,
 ) -> None:
     from federator.kubectl.failover import run_switch
 
     async with Cluster.connect(target) as cluster:
-        await run_switch(cluster, group, member, yes=yes, wait=follow, timeout=timeout)
+        await run_switch(cluster, group, member, planned=planned, yes=yes, wait=follow, timeout=timeout)
 
 
 async def write_report(target: Target, out: Path, all_namespaces: bool, tail: int) -> None:

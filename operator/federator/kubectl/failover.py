@@ -4,7 +4,11 @@ then follow the group until the switch completed or failed.
 The operator acts on a *change* of `spec.activeMember` (it records the value it acted on in
 `status.requestedMember`; docs/patterns/failover.md). When the field already names the wanted member
 (automatic mode, after an automatic failover), the request is made by removing it (the primary), or by
-removing it and then setting it once the operator saw the removal (another member)."""
+removing it and then setting it once the operator saw the removal (another member).
+
+`--planned` / `--forced` set `spec.switching.planned` in the same request (the group keeps that mode for
+later switches, as a GitOps change of the field would). A planned switch already waiting for the
+replication to catch up is forced by `--forced` alone."""
 
 from __future__ import annotations
 
@@ -75,13 +79,19 @@ class SwitchPlan:
     into_target: list[tuple[str, float | None, str | None]] = field(default_factory=list)
     """Tasks that replicate into the target member: (name, lag seconds, last batch time)."""
     warnings: list[str] = field(default_factory=list)
+    planned: bool = False
+    """Whether the switch waits for the replication into the target to catch up (after the patches)."""
+    planned_timeout_seconds: int = 300
+    estimate: tuple[int | None, float | None] | None = None
+    """What a switch now leaves behind, from `status.replication` (events, seconds); None: not measured."""
     drain_timeout_seconds: int = 600
     period_seconds: int = 10
 
 
-def plan_switch(group: Obj, member: str | None, tasks: list[Obj]) -> SwitchPlan:
-    """What switching `group` to `member` (None: the primary) takes and changes. Raises NothingToDo, or
-    PluginError when the switch cannot be requested."""
+def plan_switch(group: Obj, member: str | None, tasks: list[Obj], planned: bool | None = None) -> SwitchPlan:
+    """What switching `group` to `member` (None: the primary) takes and changes; `planned` True/False asks
+    for a planned/forced switch (None: the group's `spec.switching`). Raises NothingToDo, or PluginError
+    when the switch cannot be requested."""
     ns, name = meta(group)
     spec, status = spec_of(group), status_of(group)
     members = {str(m.get("name")): m for m in spec.get("members") or []}
@@ -97,6 +107,8 @@ def plan_switch(group: Obj, member: str | None, tasks: list[Obj]) -> SwitchPlan:
         )
     if producer == consumer == target:
         raise NothingToDo(f"FailoverGroup {name}: producers and consumers already use {target}")
+    switching = spec.get("switching") or {}
+    configured = bool(switching.get("planned", False))
     plan = SwitchPlan(
         namespace=ns,
         group=name,
@@ -108,8 +120,16 @@ def plan_switch(group: Obj, member: str | None, tasks: list[Obj]) -> SwitchPlan:
         consumer=str(consumer),
         endpoints={n: str(m.get("endpoint", "")) for n, m in members.items()},
         patches=_patches(
-            spec, status, target, str(producer), (group.get("metadata") or {}).get("resourceVersion")
+            spec,
+            status,
+            target,
+            str(producer),
+            (group.get("metadata") or {}).get("resourceVersion"),
+            None if planned is None or planned == configured else planned,
         ),
+        planned=configured if planned is None else planned,
+        planned_timeout_seconds=int(switching.get("plannedTimeoutSeconds", 300)),
+        estimate=_estimate(status, target),
         drain_timeout_seconds=int((spec.get("failback") or {}).get("drainTimeoutSeconds", 600)),
         period_seconds=int((spec.get("probe") or {}).get("periodSeconds", 10)),
     )
@@ -119,27 +139,47 @@ def plan_switch(group: Obj, member: str | None, tasks: list[Obj]) -> SwitchPlan:
     return plan
 
 
-def _patches(spec: Obj, status: Obj, target: str, producer: str, version: str | None) -> list[Patch]:
+def _patches(
+    spec: Obj, status: Obj, target: str, producer: str, version: str | None, planned: bool | None
+) -> list[Patch]:
+    """The requests to write, in order; `planned` is a change of `spec.switching.planned` to make with
+    the first one (None: none)."""
     primary = spec.get("primaryMember")
     current = spec.get("activeMember")
+    mode = {} if planned is None else {"switching": {"planned": planned}}
+    mode_text = "" if planned is None else f", spec.switching.planned → {str(planned).lower()}"
     set_it = Patch(
         MERGE_PATCH,
-        {"metadata": {"resourceVersion": version}, "spec": {"activeMember": target}},
+        {"metadata": {"resourceVersion": version}, "spec": {"activeMember": target, **mode}},
         target,
-        f"spec.activeMember: {current or '(unset)'} → {target}",
+        f"spec.activeMember: {current or '(unset)'} → {target}{mode_text}",
     )
     if current != target:
         return [set_it]
-    if spec.get("mode", "manual") == "manual":
-        return []  # manual mode already wants it: the operator is on its way (or the group is Stalled)
+    waiting = (status.get("pendingSwitch") or {}).get("member") == target
+    if waiting or spec.get("mode", "manual") == "manual":
+        # Already asked for: the operator is on its way, waits for the replication (a planned switch), or
+        # the group is Stalled. Only a change of the switch's mode is left to request.
+        if planned is None:
+            return []
+        return [
+            Patch(
+                MERGE_PATCH,
+                {"metadata": {"resourceVersion": version}, "spec": mode},
+                target,
+                f"spec.switching.planned → {str(planned).lower()} (spec.activeMember already names {target})",
+            )
+        ]
+    switching = [] if planned is None else [_set_switching(spec, planned)]
     remove = Patch(
         JSON_PATCH,
         [
             {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+            *switching,
             {"op": "remove", "path": "/spec/activeMember"},
         ],
         "",
-        f"remove spec.activeMember (it already names {target}; only a change is a request)",
+        f"remove spec.activeMember (it already names {target}; only a change is a request){mode_text}",
     )
     if target == primary:
         return [remove]
@@ -154,6 +194,22 @@ def _patches(spec: Obj, status: Obj, target: str, producer: str, version: str | 
         MERGE_PATCH, {"spec": {"activeMember": target}}, target, f"then spec.activeMember → {target}"
     )
     return [remove, then]
+
+
+def _set_switching(spec: Obj, planned: bool) -> Obj:
+    """A JSON-patch operation setting `spec.switching.planned` whether or not `switching` is present."""
+    return {
+        "op": "add",
+        "path": "/spec/switching",
+        "value": {**(spec.get("switching") or {}), "planned": planned},
+    }
+
+
+def _estimate(status: Obj, target: str) -> tuple[int | None, float | None] | None:
+    for entry in status.get("replication") or []:
+        if entry.get("member") == target:
+            return entry.get("eventsBehind"), entry.get("rpoSeconds")
+    return None
 
 
 def _task_changes(group: str, tasks: list[Obj], plan: SwitchPlan) -> list[TaskChange]:
@@ -209,6 +265,21 @@ def _warnings(group: Obj, target: str) -> list[str]:
     return found
 
 
+def _mode_text(plan: SwitchPlan) -> str:
+    if plan.estimate is None:
+        left = "not measured (no ReplicationTask in the group's status copies into it)"
+    elif plan.estimate[0] is None:
+        left = "not measured yet"
+    else:
+        left = f"{output.count(plan.estimate[0])} events ({output.seconds(plan.estimate[1])})"
+    if plan.planned:
+        return (
+            f"planned: waits until the replication into {plan.target} has caught up (now behind: {left}), "
+            f"at most {plan.planned_timeout_seconds}s, then switches anyway"
+        )
+    return f"forced: at once; what is not copied to {plan.target} yet stays behind (now: {left})"
+
+
 def show(plan: SwitchPlan) -> list[Text]:
     """The plan as lines for a human."""
     ep = plan.endpoints
@@ -233,6 +304,7 @@ def show(plan: SwitchPlan) -> list[Text]:
             Text(f"  consumers  {plan.consumer} ({ep[plan.consumer]})  →  {plan.target} ({ep[plan.target]})")
         )
     lines.append(Text("  published  the group's endpoints ConfigMap (and DNS records, if configured)"))
+    lines.append(Text(f"  switch     {_mode_text(plan)}"))
     for patch in plan.patches:
         lines.append(Text(f"  change     {patch.describe}"))
     if plan.tasks:
@@ -269,6 +341,7 @@ async def run_switch(
     group: str,
     member: str | None,
     *,
+    planned: bool | None = None,
     yes: bool,
     wait: bool = True,
     timeout: float | None = None,
@@ -280,7 +353,7 @@ async def run_switch(
         raise PluginError(f"FailoverGroup {group} not found in namespace {ns}")
     tasks = await cluster.items(TASKS, ns)
     try:
-        plan = plan_switch(found, member, tasks)
+        plan = plan_switch(found, member, tasks, planned)
     except NothingToDo as done:
         out.print(str(done))
         return
@@ -310,4 +383,5 @@ def _confirmed(out: Console) -> bool:
 def _default_timeout(plan: SwitchPlan) -> float:
     # A request is seen at once (a spec change wakes the group); a failback waits for the drain.
     rounds = 6 * plan.period_seconds + 60
-    return rounds + (plan.drain_timeout_seconds if plan.failback else 0)
+    waits = plan.planned_timeout_seconds if plan.planned else 0
+    return rounds + waits + (plan.drain_timeout_seconds if plan.failback else 0)

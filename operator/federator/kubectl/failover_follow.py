@@ -83,6 +83,15 @@ def _report_group(progress: _Progress, status: Obj, group: Obj) -> None:
     if pending or "drain" in progress.seen:
         text = f"draining {where[2]}: {', '.join(pending)} still hold messages" if pending else "drained"
         progress.say("drain", pending, text, "yellow" if pending else "green")
+    waiting = status.get("pendingSwitch") or {}
+    if waiting or "waiting" in progress.seen:
+        text = (
+            f"planned switch to {waiting.get('member')} waits for the replication to catch up "
+            f"(since {waiting.get('since')})"
+            if waiting
+            else "planned switch no longer waiting"
+        )
+        progress.say("waiting", waiting.get("member"), text, "yellow")
     state, reason, message = headline(group)
     progress.say("state", (state, reason), f"{state} {reason}: {message}", "dim")
 

@@ -154,12 +154,36 @@ Timeout = Annotated[
     ),
 ]
 NoWait = Annotated[bool, typer.Option("--no-wait", help="Request the switch and return at once.")]
+Planned = Annotated[
+    bool,
+    typer.Option(
+        "--planned",
+        help="Wait until the replication into the member has caught up (at most the group's "
+        "plannedTimeoutSeconds), then switch: sets spec.switching.planned=true.",
+    ),
+]
+Forced = Annotated[
+    bool,
+    typer.Option(
+        "--forced",
+        help="Switch at once, leaving behind what is not copied yet (also forces a planned switch that is "
+        "waiting): sets spec.switching.planned=false.",
+    ),
+]
+
+
+def _switch_mode(planned: bool, forced: bool) -> bool | None:
+    if planned and forced:
+        raise typer.BadParameter("--planned and --forced exclude each other")
+    return True if planned else False if forced else None
 
 
 @app.command()
 def failover(
     group: Annotated[str, typer.Argument(metavar="GROUP", help="The FailoverGroup.")],
     to: Annotated[str, typer.Option("--to", help="The member producers and consumers should use.")],
+    planned: Planned = False,
+    forced: Forced = False,
     yes: Yes = False,
     no_wait: NoWait = False,
     timeout: Timeout = None,
@@ -168,21 +192,25 @@ def failover(
     kubeconfig: Kubeconfig = None,
 ) -> None:
     """Switch a FailoverGroup to another member: shows what will change (endpoints, tasks that follow,
-    replication lag into the member), asks, sets the manual switch (spec.activeMember) and follows the
-    group until the switch completed or failed. To the primary this is a failback.
+    replication lag into the member, what a switch now leaves behind), asks, sets the manual switch
+    (spec.activeMember) and follows the group until the switch completed or failed. To the primary this
+    is a failback. Without --planned/--forced the group's spec.switching decides.
 
     [bold]Example:[/]
 
-      kubectl federator failover orders --to neu -n payments
+      kubectl federator failover orders --to neu --planned -n payments
     """
     from federator.kubectl.commands import switch
 
-    _run(kubeconfig, context, namespace, lambda t: switch(t, group, to, yes, not no_wait, timeout))
+    mode = _switch_mode(planned, forced)
+    _run(kubeconfig, context, namespace, lambda t: switch(t, group, to, mode, yes, not no_wait, timeout))
 
 
 @app.command()
 def failback(
     group: Annotated[str, typer.Argument(metavar="GROUP", help="The FailoverGroup.")],
+    planned: Planned = False,
+    forced: Forced = False,
     yes: Yes = False,
     no_wait: NoWait = False,
     timeout: Timeout = None,
@@ -199,7 +227,8 @@ def failback(
     """
     from federator.kubectl.commands import switch
 
-    _run(kubeconfig, context, namespace, lambda t: switch(t, group, None, yes, not no_wait, timeout))
+    mode = _switch_mode(planned, forced)
+    _run(kubeconfig, context, namespace, lambda t: switch(t, group, None, mode, yes, not no_wait, timeout))
 
 
 @app.command()
