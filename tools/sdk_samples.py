@@ -14,8 +14,15 @@ the emulator binds those ports on 127.0.0.1, ``localhost`` is the namespace's ho
 The samples trust the emulator's CA through a copy of ``certifi`` (the SDKs' AMQP transport reads only
 its bundle) and ``SSL_CERT_FILE`` / ``REQUESTS_CA_BUNDLE``.
 
-Samples that need something other than Event Hubs and Service Bus are listed with the reason and not
-run. A sample that is still running after its time (the receive samples run until interrupted) is
+The checkpoint samples keep their checkpoints in Blob Storage: Azurite (``tools/install-azurite``, run
+first if it is missing) serves the account ``AZURE_STORAGE_ACCOUNT`` names, at Azure's URL
+``https://devstoreaccount1.blob.core.windows.net`` (on its own loopback address, so that it has port 443
+too), over HTTPS with a certificate of its own CA, accepting the emulator's Microsoft Entra tokens. The
+container the samples name is created first; the runner sends events into such a sample's event hub
+before it starts, and the sample passes only if it wrote checkpoints in the store.
+
+Samples that need something other than Event Hubs, Service Bus and Blob Storage are listed with the reason
+and not run. A sample that is still running after its time (the receive samples run until interrupted) is
 stopped with SIGINT, as a user stops it; it passes if it printed no error. The result is a table,
 and the exit code is 1 if any sample failed.
 """
@@ -33,9 +40,15 @@ import subprocess
 import sys
 import tarfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from federator.local.azurite import ACCOUNT, AzuriteNotFound, RunningAzurite, blob_binary, start_azurite
+
+if TYPE_CHECKING:
+    from azure.storage.blob import ContainerClient
 
 ROOT = Path(__file__).resolve().parents[1]
 DISTRIBUTIONS = ("azure-eventhub", "azure-servicebus")
@@ -46,17 +59,30 @@ CLIENT_SECRET = "samples-client-secret"  # a placeholder for a throwaway emulato
 SERVICE_ACCOUNT = "system:serviceaccount:samples:runner"
 CLUSTER_ISSUER = "https://oidc.samples.invalid"
 KEY_NAME, KEY = "RootManageSharedAccessKey", "SAS_KEY_VALUE"
+PARTITIONS = 2  # of every event hub
 
-# Samples that need something other than Event Hubs and Service Bus (checked on the sample's source).
-NOT_RUN = (
-    ("CheckpointStore", "needs Azure Blob Storage (a checkpoint store) and its account"),
+# The checkpoint samples' storage account: Azurite at Azure's account URL (AZURE_STORAGE_ACCOUNT with the
+# samples' default PROTOCOL and ACCOUNT_URL_SUFFIX), on a loopback address of its own beside the emulator.
+NEEDS_BLOB_STORAGE = "CheckpointStore"
+BLOB_HOST, BLOB_ADDRESS = f"{ACCOUNT}.blob.core.windows.net", "127.0.0.2"
+BLOB_CONTAINER = "your-blob-container-name"  # written in the samples ("make sure the container exists")
+
+# Samples that need something other than Event Hubs, Service Bus and Blob Storage (checked on the source).
+NOT_RUN: tuple[tuple[str, str], ...] = (
     ("IOTHUB_CONN_STR", "needs an Azure IoT Hub"),
     ("<custom_endpoint_hostname>", "its custom endpoint address is a placeholder to edit in the code"),
     ("http_proxy=HTTP_PROXY", "needs an HTTP proxy at the address and credentials written in the sample"),
 )
 # Samples that fail by themselves, whatever service they run against: run, and reported with the reason
 # when they fail the known way.
+_COUNT_IN_EMPTY_DICT = (
+    "The exception is KeyError(",
+    "the sample's own bug: its event handler counts events per partition in an empty dict (KeyError), "
+    "so it never checkpoints",
+)
 SAMPLE_DEFECTS = {
+    "recv_with_checkpoint_by_event_count.py": _COUNT_IN_EMPTY_DICT,
+    "recv_with_checkpoint_by_event_count_async.py": _COUNT_IN_EMPTY_DICT,
     "sample_code_eventhub.py": (
         "UnboundLocalError: cannot access local variable 'EventHubProducerClient'",
         "the sample's own bug: it imports EventHubProducerClient inside a function after using it there",
@@ -75,7 +101,12 @@ SAMPLE_SECONDS = {
 }
 # How long a sample gets to stop after SIGINT (an async client's cleanup on a loaded machine takes a while).
 _STOP_SECONDS = 30
-FAILURE_MARKS = ("Traceback (most recent call last)", "An exception:", "Error occurred")
+FAILURE_MARKS = (
+    "Traceback (most recent call last)",
+    "An exception:",
+    "Error occurred",
+    "An error occurred while",  # the Event Hubs EventProcessor logs an error (or its handler's) and goes on
+)
 
 
 @dataclass
@@ -108,6 +139,15 @@ def fetch_samples(work: Path) -> list[Path]:
     return found
 
 
+def install_azurite() -> None:
+    """Install Azurite if it is missing (the namespace has no network); without npm the checkpoint samples
+    are reported as not run, with the reason."""
+    try:
+        blob_binary()
+    except AzuriteNotFound:
+        subprocess.run([str(ROOT / "tools" / "install-azurite")], check=False)
+
+
 def reexec_in_network_namespace(args: list[str]) -> int:
     if shutil.which("unshare") is None:
         print("run-sdk-samples needs unshare (util-linux) for a private network namespace", file=sys.stderr)
@@ -120,7 +160,8 @@ def reexec_in_network_namespace(args: list[str]) -> int:
 def prepare_network(work: Path) -> None:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     hosts = work / "hosts"
-    hosts.write_text("127.0.0.1 localhost login.microsoftonline.com\n::1 localhost\n")
+    names = f"127.0.0.1 localhost login.microsoftonline.com\n{BLOB_ADDRESS} {BLOB_HOST}\n::1 localhost\n"
+    hosts.write_text(names)
     subprocess.run(["mount", "--bind", str(hosts), "/etc/hosts"], check=True)
 
 
@@ -178,7 +219,7 @@ def emulator_config(jwks: Path, samples: int) -> dict[str, Any]:
                 "httpsPort": 443,
                 "amqpsPort": 5671,
                 "roleAssignments": [{"principal": "samples", "role": role} for role in owner_roles],
-                "eventHubs": [{"name": n["EVENT_HUB_NAME"], "partitionCount": 2} for n in names],
+                "eventHubs": [{"name": n["EVENT_HUB_NAME"], "partitionCount": PARTITIONS} for n in names],
                 "queues": [{"name": n["SERVICEBUS_QUEUE_NAME"]} for n in names]
                 + [{"name": n["SERVICEBUS_SESSION_QUEUE_NAME"], "requiresSession": True} for n in names],
                 "topics": [
@@ -214,16 +255,60 @@ def start_emulator(work: Path, config: dict[str, Any]) -> tuple[subprocess.Popen
     return process, json.loads(ready.read_text())
 
 
-def trust_store(work: Path, ca: Path) -> Path:
-    """A copy of certifi whose bundle also holds the emulator's CA (the SDKs' AMQP transport reads only
-    ``certifi.where()``), to put first on PYTHONPATH."""
+@dataclass
+class BlobStorage:
+    """Azurite serving the samples' storage account, and the CA of its certificate."""
+
+    azurite: RunningAzurite
+    ca: Path
+
+    def container(self) -> ContainerClient:
+        from azure.storage.blob import ContainerClient
+
+        connection, verify = self.azurite.connection_string(), str(self.ca)
+        return ContainerClient.from_connection_string(connection, BLOB_CONTAINER, connection_verify=verify)
+
+    def checkpoints(self, event_hub: str) -> int:
+        """How many partitions of ``event_hub`` have a checkpoint in the store (consumer group $Default)."""
+        with self.container() as container:
+            found = container.list_blobs(name_starts_with=f"localhost/{event_hub}/$default/checkpoint/")
+            return len(list(found))
+
+
+def start_blob_storage(work: Path) -> BlobStorage:
+    """Azurite on port 443 of ``BLOB_ADDRESS`` with a throwaway data dir, and the samples' container."""
+    import trustme
+
+    ca, tls = trustme.CA(), work / "azurite-tls"
+    tls.mkdir(exist_ok=True)
+    certificate = ca.issue_cert(BLOB_HOST, BLOB_ADDRESS)
+    cert, key, ca_file = tls / "cert.pem", tls / "key.pem", tls / "ca.pem"
+    certificate.cert_chain_pems[0].write_to_path(str(cert))
+    certificate.private_key_pem.write_to_path(str(key))
+    ca.cert_pem.write_to_path(str(ca_file))
+    shutil.rmtree(work / "azurite", ignore_errors=True)
+    azurite = start_azurite(work / "azurite", host=BLOB_ADDRESS, port=443, https=(cert, key))
+    storage = BlobStorage(azurite, ca_file)
+    with storage.container() as container:
+        container.create_container()
+    return storage
+
+
+def stop_blob_storage(storage: BlobStorage) -> None:
+    storage.azurite.stop()
+    shutil.rmtree(storage.azurite.location, ignore_errors=True)
+
+
+def trust_store(work: Path, cas: list[Path]) -> Path:
+    """A copy of certifi whose bundle also holds the emulator's (and Azurite's) CA (the SDKs' AMQP
+    transport reads only ``certifi.where()``), to put first on PYTHONPATH."""
     import certifi
 
     trust = work / "trust"
     shutil.rmtree(trust, ignore_errors=True)
     shutil.copytree(Path(certifi.__file__).parent, trust / "certifi")
     bundle = trust / "certifi" / "cacert.pem"
-    bundle.write_text(bundle.read_text() + "\n" + ca.read_text())
+    bundle.write_text("\n".join([bundle.read_text(), *(ca.read_text() for ca in cas)]))
     return trust
 
 
@@ -251,22 +336,67 @@ def sample_environment(trust: Path, token_file: Path) -> dict[str, str]:
         "AZURE_TENANT_ID": TENANT,
         "AZURE_CLIENT_ID": CLIENT_ID,
         "AZURE_FEDERATED_TOKEN_FILE": str(token_file),
+        "AZURE_STORAGE_ACCOUNT": ACCOUNT,
     }
 
 
-def not_run_reason(source: str) -> str | None:
-    return next((reason for mark, reason in NOT_RUN if mark in source), None)
+@dataclass
+class Runner:
+    """What the samples run with; ``not_run`` marks (found in a sample's source) with the reason."""
+
+    base: Path
+    environment: dict[str, str]
+    seconds: float
+    logs: Path
+    storage: BlobStorage | None
+    not_run: tuple[tuple[str, str], ...] = NOT_RUN
+
+    def run(self, path: Path, index: int) -> Result:
+        name, source = str(path.relative_to(self.base)), path.read_text()
+        reason = next((reason for mark, reason in self.not_run if mark in source), None)
+        if reason is not None:
+            return Result(name, "not run", 0.0, reason)
+        event_hub = entity_names(index)["EVENT_HUB_NAME"]
+        storage = self.storage if NEEDS_BLOB_STORAGE in source else None
+        if storage is not None:
+            seed_events(event_hub)
+        result = run_sample(path, name, {**self.environment, **entity_names(index)}, self.seconds, self.logs)
+        # The SDK only logs a checkpoint store's errors (and errors in the sample's event handler) and
+        # carries on: the checkpoints in the store are what show that the sample worked.
+        passed = result.status in ("pass", "stopped")
+        if storage is not None and passed and not storage.checkpoints(event_hub):
+            text = log_file(self.logs, name).read_text()
+            return failure(name, text, result.seconds, "wrote no checkpoint in the checkpoint store")
+        return result
 
 
-def run_sample(
-    path: Path, base: Path, environment: dict[str, str], seconds: float, logs: Path, index: int
-) -> Result:
-    name = str(path.relative_to(base))
+def seed_events(event_hub: str) -> None:
+    """Events for a checkpoint sample to read and checkpoint (its hub is otherwise empty): as many on each
+    partition as ``recv_with_checkpoint_by_event_count`` reads before it checkpoints."""
+    from azure.eventhub import EventData, EventHubProducerClient
+
+    development = f"Endpoint=sb://localhost:5672/;SharedAccessKeyName={KEY_NAME};SharedAccessKey={KEY}"
+    connection = development + ";UseDevelopmentEmulator=true"  # the emulator's plain AMQP port
+    with EventHubProducerClient.from_connection_string(connection, eventhub_name=event_hub) as producer:
+        for partition in range(PARTITIONS):
+            producer.send_batch([EventData(f"event {i}") for i in range(25)], partition_id=str(partition))
+
+
+def log_file(logs: Path, name: str) -> Path:
+    return logs / name.replace("/", "__")
+
+
+def failure(name: str, text: str, seconds: float, detail: str) -> Result:
+    """A failed sample's result: a defect if it failed by its own known bug."""
+    defect = SAMPLE_DEFECTS.get(Path(name).name)
+    if defect is not None and defect[0] in text:
+        return Result(name, "defect", seconds, defect[1])
+    return Result(name, "fail", seconds, detail)
+
+
+def run_sample(path: Path, name: str, environment: dict[str, str], seconds: float, logs: Path) -> Result:
     source = path.read_text()
-    reason = not_run_reason(source)
-    if reason is not None:
-        return Result(name, "not run", 0.0, reason)
-    env = {**environment, **entity_names(index), "PYTHONFAULTHANDLER": "1"}
+    env = {**environment, "PYTHONFAULTHANDLER": "1"}
     # The Event Hubs samples read the hub from the connection string too (EntityPath), as the portal gives it.
     env["EVENT_HUB_CONN_STR"] += f";EntityPath={env['EVENT_HUB_NAME']}"
     if "EnvironmentCredential(" in source:  # a service principal with a secret, as these samples expect
@@ -292,7 +422,7 @@ def run_sample(
             process.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: the log shows where every thread was
             output, _ = process.communicate()
     text = output.decode(errors="replace")
-    log = logs / name.replace("/", "__")
+    log = log_file(logs, name)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(text)
     elapsed = time.monotonic() - started
@@ -300,10 +430,7 @@ def run_sample(
         return Result(name, "fail", elapsed, f"did not stop on SIGINT; see {log}")
     mark = next((m for m in FAILURE_MARKS if m in text and not _interrupt_only(text, stopped)), None)
     if mark is not None or (process.returncode != 0 and not stopped):
-        defect = SAMPLE_DEFECTS.get(path.name)
-        if defect is not None and defect[0] in text:
-            return Result(name, "defect", elapsed, defect[1])
-        return Result(name, "fail", elapsed, _last_lines(text))
+        return failure(name, text, elapsed, _last_lines(text))
     return Result(name, "stopped" if stopped else "pass", elapsed, "")
 
 
@@ -339,23 +466,48 @@ def print_table(results: list[Result]) -> None:
     print(f"{passed} passed, {failed} failed, {counts['defect']} sample defects, {counts['not run']} not run")
 
 
-def inside(work: Path, only: str, seconds: float, report: Path | None) -> int:
-    prepare_network(work)
+def selected(work: Path, only: str) -> list[Path]:
+    return [p for samples in sorted((work / "samples").iterdir()) for p in sorted(samples.rglob(only))]
+
+
+def needs_blob_storage(paths: list[Path]) -> bool:
+    return any(NEEDS_BLOB_STORAGE in path.read_text() for path in paths)
+
+
+def stop_emulator(emulator: subprocess.Popen[bytes]) -> None:
+    emulator.send_signal(signal.SIGTERM)
+    emulator.wait(30)
+
+
+def runner(work: Path, paths: list[Path], seconds: float, stack: ExitStack) -> Runner:
+    """Start the emulator, and Azurite if a sample needs Blob Storage; ``stack`` stops them."""
     jwks, token_file = cluster_issuer(work)
     shutil.rmtree(work / "data", ignore_errors=True)
-    paths = [p for samples in sorted((work / "samples").iterdir()) for p in sorted(samples.rglob(only))]
     emulator, ready = start_emulator(work, emulator_config(jwks, len(paths)))
-    try:
-        ca = Path(ready["caCertificatePath"])
-        environment = sample_environment(trust_store(work, ca), token_file)
-        results = []
+    stack.callback(stop_emulator, emulator)
+    cas, storage, not_run = [Path(ready["caCertificatePath"])], None, NOT_RUN
+    if needs_blob_storage(paths):
+        try:
+            storage = start_blob_storage(work)
+        except AzuriteNotFound as missing:
+            not_run = (*NOT_RUN, (NEEDS_BLOB_STORAGE, f"needs Azure Blob Storage: {missing}"))
+        else:
+            stack.callback(stop_blob_storage, storage)
+            cas.append(storage.ca)
+    environment = sample_environment(trust_store(work, cas), token_file)
+    return Runner(work / "samples", environment, seconds, work / "logs", storage, not_run)
+
+
+def inside(work: Path, only: str, seconds: float, report: Path | None) -> int:
+    prepare_network(work)
+    paths = selected(work, only)
+    results = []
+    with ExitStack() as stack:
+        samples = runner(work, paths, seconds, stack)
         for index, path in enumerate(paths):
-            result = run_sample(path, work / "samples", environment, seconds, work / "logs", index)
+            result = samples.run(path, index)
             print(f"{result.status:<8} {result.seconds:6.1f}s  {result.sample}", flush=True)
             results.append(result)
-    finally:
-        emulator.send_signal(signal.SIGTERM)
-        emulator.wait(30)
     print()
     print_table(results)
     if report is not None:
@@ -378,6 +530,8 @@ def main() -> int:
         report = args.report.resolve() if args.report else None
         return inside(work, args.only, args.seconds, report)
     fetch_samples(work)
+    if needs_blob_storage(selected(work, args.only)):
+        install_azurite()
     forwarded = ["--work", str(work), "--only", args.only, "--seconds", str(args.seconds)]
     if args.report is not None:
         forwarded += ["--report", str(args.report.resolve())]

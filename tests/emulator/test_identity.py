@@ -25,8 +25,10 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, TransportType
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import ServiceBusAuthenticationError, ServiceBusAuthorizationError
 from azure.servicebus.management import ServiceBusAdministrationClient
+from azure.storage.blob import BlobServiceClient
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from federator.local.azurite import RunningAzurite
 from federator_emulator.server import RunningEmulator
 
 pytestmark = pytest.mark.timeout(90)
@@ -37,6 +39,7 @@ REPLICATOR = "33333333-3333-3333-3333-333333333333"
 NOBODY = "44444444-4444-4444-4444-444444444444"
 SECRET = "app-secret"
 SERVICE_ACCOUNT = "system:serviceaccount:federator:replicator"
+STORAGE_SCOPE = "https://storage.azure.com/.default"
 CONFIG = {
     "identity": {
         "applications": [
@@ -248,6 +251,7 @@ def cbs_refusal(emu: RunningEmulator, credential: IssuedToken) -> str:
     ("resource", "lifetime", "refusal"),
     [
         ("https://management.azure.com", None, "InvalidAudience: Invalid authorization token audience."),
+        ("https://storage.azure.com", None, "InvalidAudience: Invalid authorization token audience."),
         ("https://servicebus.azure.net", -60, "ExpiredToken: The token is expired."),
     ],
 )
@@ -391,3 +395,15 @@ def test_instance_discovery_points_msal_at_the_emulators_openid_configuration(en
         answer["tenant_discovery_endpoint"], verify=str(entra.ca_path), timeout=10
     ).json()
     assert discovery["token_endpoint"] == f"{authority}/oauth2/v2.0/token"
+
+
+def test_azurite_takes_the_emulators_tokens_for_azure_storage(
+    entra: RunningEmulator, https_azurite: tuple[RunningAzurite, Path]
+) -> None:
+    azurite, ca = https_azurite
+    credential = secret_credential(entra, SENDER)
+    with BlobServiceClient(azurite.blob_endpoint, credential, connection_verify=str(ca)) as blobs:
+        blobs.create_container("checkpoints")
+        assert [c.name for c in blobs.list_containers()] == ["checkpoints"]
+    claims = jwt.decode(credential.get_token(STORAGE_SCOPE).token, options={"verify_signature": False})
+    assert claims["aud"] == "https://storage.azure.com/"

@@ -14,6 +14,7 @@ from federator_emulator.identity.keys import SigningKey
 from federator_emulator.identity.tokens import (
     DATA_AUDIENCES,
     MANAGEMENT_AUDIENCES,
+    STORAGE,
     TokenRejected,
     Tokens,
     audience,
@@ -37,7 +38,7 @@ class Tenant:
     @property
     def resources(self) -> tuple[str, ...]:
         """The resources tokens are issued for."""
-        return (*DATA_AUDIENCES, *self.management_audiences)
+        return (*DATA_AUDIENCES, *self.management_audiences, STORAGE)
 
     def principal(self, token: str, audiences: Collection[str]) -> tuple[Principal, float]:
         """Who an access token for one of ``audiences`` names, and when it expires (raises TokenRejected)."""

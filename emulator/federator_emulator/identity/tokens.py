@@ -5,7 +5,8 @@ An access token is a JWT signed RS256 with the emulator's key, carrying ``aud`` 
 ``iss`` (``https://sts.windows.net/<tenant>/``), ``appid``, ``oid``, ``tid``, ``iat``, ``nbf``
 and ``exp``. Event Hubs and Service Bus accept the audiences ``https://eventhubs.azure.net/`` and
 ``https://servicebus.azure.net/``; ARM and DNS ``https://management.azure.com/`` (or the older
-``https://management.core.windows.net/``); a trailing slash is not significant.
+``https://management.core.windows.net/``); a trailing slash is not significant. Tokens for Azure
+Storage (``https://storage.azure.com/``) are issued for Azurite, which accepts them with ``--oauth basic``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ EVENT_HUBS = "https://eventhubs.azure.net/"
 SERVICE_BUS = "https://servicebus.azure.net/"
 DATA_AUDIENCES = (EVENT_HUBS, SERVICE_BUS)
 MANAGEMENT_AUDIENCES = ("https://management.azure.com/", "https://management.core.windows.net/")
+STORAGE = "https://storage.azure.com/"  # issued for Azurite; no part of the emulator accepts it
 # The issuer of the emulator's own workload tokens (the stand-in for a cluster's service account issuer).
 WORKLOAD_ISSUER = "https://workload-identity.federator-emulator.invalid"
 WORKLOAD_TOKEN_SECONDS = 3600

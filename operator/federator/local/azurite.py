@@ -25,7 +25,7 @@ BINARY_ENV = "FEDERATOR_AZURITE_BLOB"
 _REPO_BINARY = (
     Path(__file__).resolve().parents[3] / ".tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
 )
-_LISTENING = re.compile(r"Blob service successfully listens on (http://\S+)")
+_LISTENING = re.compile(r"Blob service successfully listens on (https?://\S+)")
 _START_TIMEOUT_SECONDS = 60.0
 _STOP_GRACE_SECONDS = 3.0
 
@@ -84,8 +84,15 @@ class RunningAzurite:
             self.process.stdout.close()
 
 
-def start_azurite(location: Path, *, host: str = "127.0.0.1", port: int = 0) -> RunningAzurite:
-    """Start `azurite-blob` on ``host``:``port`` (0: an ephemeral port) and wait until it listens."""
+def start_azurite(
+    location: Path, *, host: str = "127.0.0.1", port: int = 0, https: tuple[Path, Path] | None = None
+) -> RunningAzurite:
+    """Start `azurite-blob` on ``host``:``port`` (0: an ephemeral port) and wait until it listens.
+
+    With ``https`` (a certificate and its key, PEM files) it serves HTTPS and also accepts Microsoft Entra
+    bearer tokens (Azurite's ``basic`` check: issuer, audience and lifetime, not the signature), which
+    it takes over HTTPS only, as Azure does.
+    """
     location.mkdir(parents=True, exist_ok=True)
     command = [
         str(blob_binary()),
@@ -99,6 +106,8 @@ def start_azurite(location: Path, *, host: str = "127.0.0.1", port: int = 0) -> 
         "--loose",
         "--silent",
     ]
+    if https is not None:
+        command += ["--cert", str(https[0]), "--key", str(https[1]), "--oauth", "basic"]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
