@@ -4,6 +4,7 @@ and its Event Hubs source, read in slices)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from pyspark.sql import SparkSession
@@ -87,6 +88,8 @@ class ReplicationDataSource(DataSource):
         if "taskConfig" not in self.options:
             raise ValueError("option 'taskConfig' is required")
         plan = plan_from_task(load_task_config(self.options["taskConfig"]))
+        if "retainBatches" in self.options:
+            plan = dataclasses.replace(plan, retain_batches=int(self.options["retainBatches"]))
         if "sliceSource" not in self.options:
             return ReplicationWriter(plan)
         if tuple(schema.fieldNames()) != SLICE_COLUMNS:

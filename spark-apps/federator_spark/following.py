@@ -53,7 +53,6 @@ STATE_FILE = "following.json"  # the task's: the member it ran on last; a member
 # Service Bus keys carried from member to member, newest first: about 50,000 messages of three keys. Older
 # ones are forgotten, so a message handled that long ago and met again on another member is repeated.
 RECENT_KEYS = 150_000
-_NEWEST = 2**62  # a batch id above every real one: `latest_before` it is the newest record
 
 
 @dataclass(frozen=True)
@@ -221,6 +220,7 @@ def fold(
     enqueued: dict[str, float] = dict(before.get("enqueued", {}))
     covered: float | None = before.get("covered")
     skipped: int = before.get("skipped", 0)
+    keys_total: int = before.get("keysTotal", 0)
     keys: list[str] = []
     newest: float | None = None
     for report in reports:
@@ -240,7 +240,23 @@ def fold(
         "covered": covered,
         "skipped": skipped,
         "keys": keys,
+        "keysTotal": keys_total + len(keys),  # every key noted so far: how far back RECENT_KEYS reach
     }
+
+
+def oldest_with_recent_keys(log: CommitLog, oldest: int, floor: int, newest: dict[str, Any]) -> int:
+    """The oldest commit record to keep when records before ``floor`` may go but the newest RECENT_KEYS
+    keys (``newest`` is the ``following`` entry of the record being written) must stay: walks forward
+    from ``oldest``, the oldest kept so far (usually one record read per batch)."""
+    total = newest["keysTotal"]
+    while oldest < floor:
+        record = log.read(oldest)
+        if record is not None:
+            noted = (record.get("following") or {}).get("keysTotal")
+            if noted is not None and total - noted < RECENT_KEYS:
+                break  # its keys are among the newest RECENT_KEYS
+        oldest += 1
+    return oldest
 
 
 def resume_from(state: dict[str, Any], earlier: float | None, skew_seconds: int) -> float | None:
@@ -264,7 +280,7 @@ def carry(plan: FollowPlan, previous: str) -> dict[str, Any]:
     directory = plan.state_dir(previous)
     before = _read(directory / STATE_FILE) or {}
     log = CommitLog(str(directory))
-    state = (log.latest_before(_NEWEST) or {}).get("following") or {}
+    state = (log.newest() or {}).get("following") or {}
     sequences = dict(before.get("sequences", {}))
     for key, sequence in (state.get("sequences") or {}).items():
         sequences[key] = max(sequence, sequences.get(key, -1))
@@ -281,11 +297,10 @@ def carry(plan: FollowPlan, previous: str) -> dict[str, Any]:
 def _recent_keys(log: CommitLog, earlier: list[str]) -> list[str]:
     """Newest first: the keys of the member's batches, then those carried to it; at most RECENT_KEYS."""
     found: dict[str, None] = {}
-    batches = sorted((int(path.stem) for path in log.directory.glob("*.json")), reverse=True)
-    for batch in batches:
+    for batch in sorted(log.batches(), reverse=True):
         if len(found) >= RECENT_KEYS:
             break
-        record = json.loads((log.directory / f"{batch}.json").read_text())
+        record = log.read(batch) or {}
         found.update(dict.fromkeys(reversed((record.get("following") or {}).get("keys", []))))
     found.update(dict.fromkeys(earlier))
     return list(found)[:RECENT_KEYS]

@@ -1,5 +1,6 @@
 """Replication metrics: a cumulative status file the driver rewrites after every batch, and the
-Prometheus endpoint (served by the driver process) that reads it on each scrape.
+Prometheus endpoint (served by the driver process) that reads it on each scrape, with the outages the
+app's processes report beside it (``federator_contract.appstatus``).
 
 The sink's commit runs in a separate Python process per batch, so the status file is the one place
 both the commit and the long-lived driver process can share.
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from federator_contract import appstatus
 from federator_contract.driverstatus import LAG_FILE, STATUS_PATH, TRANSLATION_FILE
 from federator_contract.files import write_atomically
 from federator_spark.events import iso
@@ -24,8 +26,8 @@ from federator_spark.events import iso
 logger = logging.getLogger(__name__)
 
 
-
 def read_status(path: str) -> dict[str, Any]:
+    """A file as the driver last wrote it (the status file: without the outages, never folded in)."""
     try:
         status: dict[str, Any] = json.loads(Path(path).read_text())
         return status
@@ -54,7 +56,7 @@ def record_batch(
     per_target = status.get("targets", {})
     for name in targets:
         per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})
-    events_in = 0
+    events_in = replay_skipped = 0
     dropped: dict[str, int] = status.get("eventsDropped", {})
     last_enqueued: float | None = status.get("lastEnqueuedEpoch")
     partitions: dict[str, dict[str, Any]] = status.get("partitions", {})
@@ -63,6 +65,7 @@ def record_batch(
         if report is None:
             continue
         events_in += report.events_in
+        replay_skipped += report.replay_skipped
         started = min(started, report.started)
         for name, count in report.out.items():
             per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})["eventsOut"] += count
@@ -81,6 +84,9 @@ def record_batch(
             "lastBatchTime": iso_epoch(now),
             "batchDurationSeconds": round(now - started, 3),
             "eventsIn": status.get("eventsIn", 0) + events_in,
+            # Written by an attempt of a batch that crashed, found at the targets by its replay: counted in
+            # eventsOut once, as they were written once.
+            "replaySkipped": status.get("replaySkipped", 0) + replay_skipped,
             "targets": per_target,
             "eventsDropped": dropped,
             "lastEnqueuedEpoch": last_enqueued,
@@ -116,7 +122,7 @@ class StatusCollector:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        status = read_status(self.path)
+        status = appstatus.read_status(self.path)
         latency = GaugeMetricFamily(
             "federator_replication_latency_seconds",
             "Now minus the source enqueue time of the last event written, at the last batch",
@@ -143,6 +149,14 @@ class StatusCollector:
             "following (already handled on another FailoverGroup member)",
             labels=["namespace", "task", "reason"],
         )
+        unavailable = GaugeMetricFamily(
+            "federator_endpoint_unavailable",
+            "1 while the source or a target cannot be reached (SourceUnavailable or TargetUnavailable: "
+            "retried) or refused the app (e.g. TargetAuthRefused, SourceNotFound: the query stops)",
+            labels=["namespace", "task", "role", "endpoint", "reason"],
+        )
+        for outage in status.get("unavailable", []):
+            unavailable.add_metric([*self.labels, outage["role"], outage["endpoint"], outage["reason"]], 1)
         for reason, count in sorted(status.get("eventsDropped", {}).items()):
             dropped.add_metric([*self.labels, reason], count)
         if status.get("replicationLagSeconds") is not None:
@@ -152,7 +166,7 @@ class StatusCollector:
         for name, counts in sorted(status.get("targets", {}).items()):
             replicated.add_metric([*self.labels, name], counts["eventsOut"])
             dead.add_metric([*self.labels, name], counts["deadLettered"])
-        yield from (latency, replicated, dead, dropped, duration)
+        yield from (latency, replicated, dead, dropped, duration, unavailable)
         yield from self._lag(read_sibling(self.path, LAG_FILE), GaugeMetricFamily)
 
     def _lag(self, lag: dict[str, Any], family: Any) -> Iterator[Any]:
@@ -222,8 +236,9 @@ def read_sibling(status_path: str, name: str) -> dict[str, Any]:
 
 
 def driver_status(status_path: str) -> dict[str, Any]:
-    """The status file, with ``lag`` and ``translation`` when the driver measured them."""
-    status = read_status(status_path)
+    """The status file with the current outages (``unavailable``), and ``lag`` and ``translation`` when
+    the driver measured them."""
+    status = appstatus.read_status(status_path)
     for key, name in (("lag", LAG_FILE), ("translation", TRANSLATION_FILE)):
         found = read_sibling(status_path, name)
         if found:

@@ -11,10 +11,9 @@ from pyspark.sql.streaming.query import StreamingQuery
 from federator_contract.applog import started_marker
 from federator_contract.taskconfig import TaskConfig
 from federator_spark import datasources, following
-from federator_spark.commits import INITIAL, CommitLog
+from federator_spark.commits import CommitLog
 from federator_spark.connections import connection_for
-from federator_spark.plan import WritePlan, plan_from_task
-from federator_spark.sinks.replication import record_tails
+from federator_spark.plan import RETAIN_BATCHES, WritePlan, plan_from_task
 
 logger = logging.getLogger(__name__)
 
@@ -64,14 +63,12 @@ def _servicebus_options(config: TaskConfig) -> dict[str, str]:
     return options
 
 
-def prepare_commit_records(plan: WritePlan) -> None:
-    """Effectively-once needs the targets' positions before the first batch ever written; taken once,
-    so a task that crashes during its first batch still scans from before it."""
-    if not plan.effectively_once or plan.state_dir is None:
-        return
-    log = CommitLog(plan.state_dir)
-    if log.latest_before(2**62) is None:
-        log.write(INITIAL, {"events": {}, "targetTails": record_tails(plan)})
+def tidy_commit_records(plan: WritePlan, retain_batches: int) -> None:
+    """Records a crash left behind before pruning them (or that an earlier version kept) go at start-up."""
+    if plan.state_dir is not None:
+        removed = CommitLog(plan.state_dir).tidy(retain_batches)
+        if removed:
+            logger.info("removed %d commit records no restart needs", removed)
 
 
 def task_slots(spark: SparkSession) -> int:
@@ -88,14 +85,22 @@ def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = Fals
     """Start the task's query; ``available_now`` processes what is there and stops (tests, catch-up)."""
     datasources.register(spark)
     plan = plan_from_task(config)  # fails fast, on the driver, for specs the app cannot run
-    prepare_commit_records(plan)
+    # Commit records are kept as long as Spark keeps its own batches.
+    retain_batches = spark.conf.get("spark.sql.streaming.minBatchesToRetain") or str(RETAIN_BATCHES)
+    tidy_commit_records(plan, int(retain_batches))
     source_format, options = source_options(config)
+    if plan.status_file is not None:
+        options["statusFile"] = plan.status_file  # where the source reports an outage
     if plan.following is not None:
         resume = following.prepare(plan.following)
         if resume is not None and source_format == "eventhubs":
             # Spark asks for a start position only when the member's checkpoint has none.
             options.update(startPosition="enqueuedTime", startEnqueuedTime=resume)
-    writer_options = {"taskConfig": config.to_json(), "checkpointLocation": config.query_checkpoint_location}
+    writer_options = {
+        "taskConfig": config.to_json(),
+        "checkpointLocation": config.query_checkpoint_location,
+        "retainBatches": retain_batches,
+    }
     if source_format == "eventhubs":
         # Read in slices: the write tasks receive the events themselves (sources/eventhubs_slices.py),
         # in one wave of tasks.

@@ -24,6 +24,7 @@ STATE_DIR = "federator"  # under the checkpoint location, next to Spark's offset
 # The dead-letter endpoint's name in publishers, counts and status (target names are DNS labels,
 # so no target can take it).
 DEAD_LETTER = "deadLetter"
+RETAIN_BATCHES = 100  # the default of `spark.sql.streaming.minBatchesToRetain`
 
 
 TargetKind = Literal["eventHub", "serviceBus", "postgres"]
@@ -61,6 +62,7 @@ class WritePlan:
     state_dir: str | None = None
     status_file: str | None = None
     following: FollowPlan | None = None  # the source follows a FailoverGroup
+    retain_batches: int = RETAIN_BATCHES  # Spark's `minBatchesToRetain`: commit records kept as long
 
     def __post_init__(self) -> None:
         if self.effectively_once and self.state_dir is None:

@@ -1,5 +1,6 @@
-"""Connection problems: transient ones are retried on a new connection, the rest fail with a message
-that names the target and where its URI comes from, but never the URI or its password."""
+"""Connection problems: transient ones are retried on a new connection, refused credentials stop with a
+specific reason, and every message names the target and where its URI comes from, but never the URI or
+its password."""
 
 from __future__ import annotations
 
@@ -9,21 +10,23 @@ import psycopg
 import pytest
 from projection_helpers import URI_ENV, event, rows, target, with_credentials
 
+from federator_spark.outages import EndpointRefusedError
 from federator_spark.sinks.postgres import PostgresPublisher, PostgresTargetError, redact
 
 
-@pytest.mark.slow  # the failure is retried with backoff (about 8 s) before it is reported
-def test_a_wrong_password_fails_clearly_without_revealing_it(uri, monkeypatch, caplog):
+def test_a_wrong_password_stops_at_once_with_its_reason_without_revealing_it(uri, monkeypatch, caplog):
     monkeypatch.setenv(URI_ENV, with_credentials(uri, "not-the-Secret-pw"))
 
-    with pytest.raises(PostgresTargetError) as raised:
+    with pytest.raises(EndpointRefusedError) as raised:
         PostgresPublisher(target("readings", "history"))
 
+    assert raised.value.reason == "TargetAuthRefused"
     message = str(raised.value)
     assert "password authentication failed" in message
     assert f"PostgreSQL target 'history' (table readings, URI from {URI_ENV})" in message
     assert "not-the-Secret-pw" not in message
-    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    cause = raised.value.__cause__  # the refusal in the publisher's words: psycopg's error is not kept
+    assert cause is not None and cause.__cause__ is None and cause.__suppress_context__
     assert "not-the-Secret-pw" not in caplog.text
 
 
@@ -55,13 +58,13 @@ def test_a_connection_lost_before_the_flush_is_retried_on_a_new_connection(uri, 
             ).fetchall()
         assert terminated == [(True,)]
 
-        with caplog.at_level(logging.WARNING, logger="federator_spark.retry"):
+        with caplog.at_level(logging.WARNING, logger="federator_spark.outages"):
             publisher.flush()
     finally:
         publisher.close()
 
     assert rows(uri, "SELECT count(*) AS n FROM readings") == [{"n": 3}]
-    assert "attempt 1/5, retrying" in caplog.text
+    assert "history unavailable" in caplog.text and "attempt 1, next in" in caplog.text
 
 
 @pytest.mark.parametrize(

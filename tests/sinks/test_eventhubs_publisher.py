@@ -50,7 +50,7 @@ def publisher(monkeypatch) -> tuple[EventHubPublisher, Client]:
     client = Client()
     producer = SimpleNamespace(client=client, partition_ids=lambda: ["0", "1"], ready=lambda: None)
     monkeypatch.setattr(eventhubs, "prepare", lambda target: producer)
-    return EventHubPublisher(SimpleNamespace(name="out")), client
+    return EventHubPublisher(SimpleNamespace(name="out", entity="hub")), client
 
 
 def event(partition: str, n: int) -> Event:

@@ -11,7 +11,9 @@ the broker accepted the previous one (at most one batch in flight, so order hold
 the link).
 
 Events are encoded once, by ``sinks/amqp_encoding.py``; the producer clients, kept by each Python
-worker and opened ahead of the first send, come from ``sinks/eventhubs_producers.py``.
+worker and opened ahead of the first send, come from ``sinks/eventhubs_producers.py``. A send that fails
+for want of the broker is tried again until it succeeds (``outages.py``); with effectively-once delivery
+the publisher first reads back what the failed attempt may have delivered (``sinks/replay.py``).
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from federator_spark.events import Event
+from federator_spark.outages import Endpoint, retrying
 from federator_spark.plan import TargetPlan
 from federator_spark.property_types import PropertyValue
-from federator_spark.retry import with_retries
 from federator_spark.sinks.amqp_encoding import PROPERTY_FIELDS, append, encode_event
 from federator_spark.sinks.eventhubs_producers import prepare
 from federator_spark.sinks.undeliverable import Undeliverable
 from federator_spark.sources.eventhubs import receive, sequence_number
+
+if TYPE_CHECKING:
+    from federator_spark.sinks.replay import ReplayGuard
 
 logger = logging.getLogger(__name__)
 
@@ -39,21 +44,23 @@ _SCAN_TIMEOUT_SECONDS = 30.0
 _CHECKED_ALONE_BYTES = 128 * 1024
 
 Destination = tuple[str, str]  # ("partition", id) or ("key", partition key)
-
-
-def _transient() -> tuple[type[BaseException], ...]:
-    from azure.eventhub.exceptions import ConnectionLostError, OperationTimeoutError
-
-    return (ConnectionLostError, OperationTimeoutError)
+Encoded = tuple[int, bytes]  # the source sequence number and the encoded event
 
 
 class EventHubPublisher:
-    def __init__(self, target: TargetPlan) -> None:
+    """``guard``: effectively-once delivery (sends wait for its intent, and a failed send is read back
+    before it is tried again); ``status_file``: where an outage of the target is reported."""
+
+    def __init__(
+        self, target: TargetPlan, guard: ReplayGuard | None = None, status_file: str | None = None
+    ) -> None:
         self.target = target
         self._producer = prepare(target)
         self._client = self._producer.client
         self.partition_ids = self._producer.partition_ids()
-        self._pending: dict[Destination, list[bytes]] = {}
+        self._guard = guard
+        self._endpoint = Endpoint("target", target.name, status_file)
+        self._pending: dict[Destination, list[Encoded]] = {}
         self._sending = ThreadPoolExecutor(1, thread_name_prefix=f"eventhubs-send-{target.name}")
         self._in_flight: Future[None] | None = None
 
@@ -69,7 +76,7 @@ class EventHubPublisher:
         if len(encoded) > _CHECKED_ALONE_BYTES:
             self._check_alone(destination, encoded)
         pending = self._pending.setdefault(destination, [])
-        pending.append(encoded)
+        pending.append((event.sequence_number, encoded))
         if len(pending) >= _FLUSH_EVENTS:
             self._send(destination)
 
@@ -99,26 +106,48 @@ class EventHubPublisher:
     def _send(self, destination: Destination) -> None:
         self._producer.ready()
         events = self._pending.pop(destination, [])
-        options = _batch_options(destination)
-        batch = self._client.create_batch(**options)
-        for encoded in events:
-            while not append(batch, encoded):  # the batch is full: send it and start the next one
-                if not len(batch):  # add() refuses such events; only a limit under _CHECKED_ALONE_BYTES
+        while events:
+            batch, sent, events = self._fill(destination, events)
+            self._accepted()
+            self._in_flight = self._sending.submit(self._deliver, destination, batch, sent)
+
+    def _fill(
+        self, destination: Destination, events: list[Encoded]
+    ) -> tuple[Any, list[Encoded], list[Encoded]]:
+        """The next batch (as many events as fit), its events, and the rest."""
+        batch = self._client.create_batch(**_batch_options(destination))
+        for index, (_sequence, encoded) in enumerate(events):
+            if not append(batch, encoded):
+                if not index:  # add() refuses such events; only a limit under _CHECKED_ALONE_BYTES
                     raise ValueError(f"an event of {len(encoded)} bytes exceeds the batch size limit")
-                self._send_batch(batch)
-                batch = self._client.create_batch(**options)
-        if len(batch):
-            self._send_batch(batch)
+                return batch, events[:index], events[index:]
+        return batch, events, []
 
-    def _send_batch(self, batch: Any) -> None:
-        self._accepted()
-        self._in_flight = self._sending.submit(self._send_with_retries, batch)
+    def _deliver(self, destination: Destination, batch: Any, events: list[Encoded]) -> None:
+        """On the sending thread: send one batch, until the broker accepts it."""
+        guard = self._guard
+        if guard is not None:
+            guard.wait_armed()
 
-    def _send_with_retries(self, batch: Any) -> None:
-        with_retries(lambda: self._client.send_batch(batch), _transient(), what=f"send to {self.target.name}")
+        def read_back() -> None:  # effectively-once: the failed attempt may have been delivered
+            nonlocal batch
+            if guard is None:
+                return
+            kind, value = destination
+            found = guard.recheck(self.target.name, value if kind == "partition" else None)
+            batch = self._client.create_batch(**_batch_options(destination))
+            for sequence, encoded in events:
+                if sequence not in found:
+                    append(batch, encoded)
+
+        def send() -> None:
+            if len(batch):
+                self._client.send_batch(batch)
+
+        retrying(send, self._endpoint, f"sending to {self.target.entity}", before_retry=read_back)
 
     def _accepted(self) -> None:
-        """Wait for the batch in flight; its error (after retries) is raised here."""
+        """Wait for the batch in flight; its error (a refusal, or not the broker's) is raised here."""
         if self._in_flight is not None:
             in_flight, self._in_flight = self._in_flight, None
             in_flight.result()
@@ -136,25 +165,16 @@ def _batch_options(destination: Destination) -> dict[str, str]:
     return {"partition_id": value} if kind == "partition" else {"partition_key": value}
 
 
-def tails(target: TargetPlan) -> dict[str, int]:
-    """The last sequence number of each partition of the target event hub."""
-    producer = prepare(target)
-    return producer.management.last_sequence_numbers(producer.partition_ids())
-
-
-def published_sequences(
-    target: TargetPlan, since: dict[str, int], source_partition: str, prefix: str
-) -> set[int]:
-    """Source sequence numbers of ``source_partition`` already at the target after ``since``, found by
-    their ``repl-source-id`` (``<prefix><sequence>``). Reads every target partition: the mapping may
-    have re-hashed them."""
+def published_sequences(target: TargetPlan, since: dict[str, int], prefix: str) -> set[int]:
+    """Source sequence numbers already at the target after ``since`` (target partition → last sequence
+    number then), found by their ``repl-source-id`` (``<prefix><sequence>``)."""
     from federator_contract.checks.names import SOURCE_ID_PROPERTY
 
     found: set[int] = set()
-    now = tails(target)
+    now = prepare(target).last_sequence_numbers(sorted(since, key=int))
     key = SOURCE_ID_PROPERTY.encode()
     for partition, last in now.items():
-        start = since.get(partition, -1)
+        start = since[partition]
         if last <= start:
             continue
         for events in receive(
@@ -174,10 +194,5 @@ def published_sequences(
                     found.add(int(text[len(prefix) :]))
             if events and sequence_number(events[-1]) >= last:
                 break
-    logger.info(
-        "target %s: %d events of source partition %s already published",
-        target.name,
-        len(found),
-        source_partition,
-    )
+    logger.info("target %s: %d events from %s* found after %s", target.name, len(found), prefix, since)
     return found

@@ -38,6 +38,7 @@ class Producer:
         self._partition_ids: list[str] | None = None
         self._listed = threading.Event()
         self._opened = threading.Event()
+        self._management_lock = threading.Lock()  # one request at a time on the management link
         threading.Thread(target=self._open, daemon=True, name=f"eventhubs-open-{self.name}").start()
 
     def partition_ids(self) -> list[str]:
@@ -46,6 +47,11 @@ class Producer:
         if self._partition_ids is None:  # listing ahead failed: ask again, and let its error surface
             self._partition_ids = self.management.partition_ids()
         return self._partition_ids
+
+    def last_sequence_numbers(self, partitions: list[str]) -> dict[str, int]:
+        """The partitions' last sequence numbers, over the kept management link."""
+        with self._management_lock:
+            return self.management.last_sequence_numbers(partitions)
 
     def ready(self) -> None:
         """Returns once the links are open, or opening them ahead has failed."""

@@ -26,9 +26,9 @@ import psycopg
 from psycopg import sql
 
 from federator_spark.events import Event
+from federator_spark.outages import Endpoint, RefusalError, TransientError, retrying
 from federator_spark.plan import TargetPlan
 from federator_spark.property_types import PropertyValue, as_text
-from federator_spark.retry import with_retries
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -59,8 +59,24 @@ class PostgresTargetError(RuntimeError):
     """A PostgreSQL target cannot be written; the message never contains the connection URI."""
 
 
-class _TransientError(PostgresTargetError):
+class _TransientError(PostgresTargetError, TransientError):
     """Worth another attempt on a new connection."""
+
+
+# Configuration errors (retrying cannot help): refused credentials or a missing database, by SQLSTATE, or
+# by libpq's words when the connection fails before the server could send one.
+_REFUSED: dict[str, Literal["auth", "notFound"]] = {"28000": "auth", "28P01": "auth", "3D000": "notFound"}
+_REFUSED_WORDS: dict[str, Literal["auth", "notFound"]] = {
+    "password authentication failed": "auth",
+    "no pg_hba.conf entry": "auth",
+    "does not exist": "notFound",
+}
+
+
+def _refusal(error: psycopg.OperationalError) -> Literal["auth", "notFound"] | None:
+    text = str(error)
+    by_words = (kind for words, kind in _REFUSED_WORDS.items() if words in text)
+    return _REFUSED.get(error.sqlstate or "") or next(by_words, None)
 
 
 def _definitions(columns: Iterable[tuple[str, str]]) -> sql.Composed:
@@ -76,9 +92,10 @@ def table_columns(mode: Literal["history", "compacted"]) -> list[tuple[str, str]
 
 
 class PostgresPublisher:
-    def __init__(self, target: TargetPlan, task: str | None = None) -> None:
+    def __init__(self, target: TargetPlan, task: str | None = None, status_file: str | None = None) -> None:
         self.target = target
         self.task = task
+        self._endpoint = Endpoint("target", target.name, status_file)
         self._table = sql.Identifier(*target.entity.split("."))
         self._uri = target.connection.resolved_connection_string() or ""
         self._connection: psycopg.Connection[Any] | None = None
@@ -244,12 +261,15 @@ class PostgresPublisher:
                 return action(self._connected())
             except psycopg.OperationalError as error:
                 self.close()  # the connection may be broken; the next attempt opens a new one
+                refused = _refusal(error)
+                if refused is not None:
+                    raise RefusalError(refused, self._describe(error)) from None
                 raise _TransientError(self._describe(error)) from None
             except psycopg.Error as error:
                 self.close()
                 raise PostgresTargetError(self._describe(error)) from None
 
-        return with_retries(attempt, (_TransientError,), what=f"{what} in {self.target.entity}")
+        return retrying(attempt, self._endpoint, f"{what} in {self.target.entity}")
 
     def _connected(self) -> psycopg.Connection[Any]:
         if self._connection is None:

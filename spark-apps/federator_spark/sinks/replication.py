@@ -1,6 +1,7 @@
 """The stream writer behind every sink: one task per source partition runs the editor chain, routes
 each event, adds the pattern metadata and publishes to the targets; the driver then writes the
-batch's commit record and the status file.
+batch's commit record (``commits.py``) and the status file. With effectively-once delivery each source
+partition's part of a batch is guarded against publishing twice (``sinks/replay.py``).
 
 Per-partition order holds because a task sees one source partition in sequence order and each
 publisher sends a destination's events in that order.
@@ -18,13 +19,13 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
 from federator_contract.checks.names import DEAD_LETTER_REASON_PROPERTY
-from federator_spark import following, metrics
-from federator_spark.commits import CommitLog
+from federator_spark import failpoints, following, metrics
+from federator_spark.commits import RETAIN_FROM, CommitLog
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage
 from federator_spark.plan import DEAD_LETTER, TargetPlan, WritePlan
@@ -32,6 +33,9 @@ from federator_spark.property_types import still_tagged, typed
 from federator_spark.provenance import forwarded_properties, is_loop
 from federator_spark.sinks.undeliverable import Undeliverable
 from federator_spark.sources.eventhubs_slices import EventHubsSliceReader
+
+if TYPE_CHECKING:
+    from federator_spark.sinks.replay import ReplayGuard
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +57,7 @@ class TaskReport(WriterCommitMessage):
     undeliverable_dropped: int = 0  # refused by a target for good and not dead-lettered
     unrouted_dropped: int = 0
     loop_skipped: int = 0
-    replay_skipped: int = 0
+    replay_skipped: int = 0  # published by an earlier attempt of the batch: counted as written too
     batch_already_committed: bool = False
     last_enqueued: float | None = None
     # The last event of the partition read (written, skipped or dropped alike): the replication lag's
@@ -75,20 +79,20 @@ class TaskReports(WriterCommitMessage):
     reports: list[TaskReport] = field(default_factory=list)
 
 
-def _publisher(target: TargetPlan, plan: WritePlan) -> Any:
+def _publisher(target: TargetPlan, plan: WritePlan, guard: ReplayGuard | None) -> Any:
     """A publisher has ``add(event, properties)``, ``flush()`` and ``close()``; imported lazily so an
     executor loads only the SDKs its targets need."""
     if target.kind == "eventHub":
         from federator_spark.sinks.eventhubs import EventHubPublisher
 
-        return EventHubPublisher(target)
+        return EventHubPublisher(target, guard, plan.status_file)
     if target.kind == "postgres":
         from federator_spark.sinks.postgres import PostgresPublisher
 
-        return PostgresPublisher(target, task=f"{plan.namespace}/{plan.task}")
+        return PostgresPublisher(target, task=f"{plan.namespace}/{plan.task}", status_file=plan.status_file)
     from federator_spark.sinks.servicebus import ServiceBusPublisher
 
-    return ServiceBusPublisher(target)
+    return ServiceBusPublisher(target, plan.status_file)
 
 
 def _open_ahead(plan: WritePlan) -> None:
@@ -105,18 +109,19 @@ class _Task:
     """One write task: its editor steps, publishers and counts."""
 
     def __init__(
-        self, plan: WritePlan, report: TaskReport, published: dict[str, set[int]], steps: list[EditorStep]
+        self, plan: WritePlan, report: TaskReport, guard: ReplayGuard | None, steps: list[EditorStep]
     ) -> None:
         self.plan = plan
         self.report = report
-        self.published = published  # effectively-once: what a crashed attempt already sent, per endpoint
+        self.guard = guard
+        # Effectively-once: what an earlier attempt of the batch already published, per endpoint.
+        self.published = guard.published if guard is not None else {}
         self.steps = steps
         self.publishers: dict[str, Any] = {}
         self.dropped = 0  # rejected or undeliverable events dropped: the first few are logged
 
     def replicate(self, event: Event) -> None:
         plan, report = self.plan, self.report
-        report.events_in += 1
         message = EventMessage(event)
         for index, step in enumerate(self.steps):
             try:
@@ -174,14 +179,14 @@ class _Task:
             logger.warning("event %s dropped (%s): %s", event.identity, why, reason)
 
     def send(self, name: str, target: TargetPlan, event: Event, extra: dict[str, str] | None) -> bool:
-        """Publish ``event`` to ``target``; False when a crashed attempt already published it, or the
-        target refused it for good (then it is dead-lettered or dropped)."""
+        """Publish ``event`` to ``target`` (True also when an earlier attempt of the batch published it);
+        False when the target refused it for good (then it is dead-lettered or dropped)."""
         if event.sequence_number in self.published.get(name, ()):
             self.report.replay_skipped += 1
-            return False
+            return True
         publisher = self.publishers.get(name)
         if publisher is None:
-            publisher = self.publishers[name] = _publisher(target, self.plan)
+            publisher = self.publishers[name] = _publisher(target, self.plan, self.guard)
         properties = forwarded_properties(event, target.identity, self.plan.provenance, self.plan.loop)
         properties.update(target.set_properties)  # after routing: conditions never see them
         if extra:
@@ -228,9 +233,9 @@ class ReplicationWriter(DataSourceStreamWriter):
             return TaskReports([TaskReport(batch_already_committed=True)])
         _open_ahead(self.plan)
         partitions = self.events_by_partition(iterator)
-        return TaskReports([self._write(batch_id, log, events) for events in partitions])
+        return TaskReports([self._write(batch_id, events) for events in partitions])
 
-    def _write(self, batch_id: int, log: CommitLog | None, events: Iterator[Event]) -> TaskReport:
+    def _write(self, batch_id: int, events: Iterator[Event]) -> TaskReport:
         """Replicate one source partition's events of the batch."""
         report = TaskReport()
         task: _Task | None = None
@@ -243,15 +248,17 @@ class ReplicationWriter(DataSourceStreamWriter):
                     report.source_partition = event.partition
                     scope = TaskScope(event.partition, batch_id, self.plan.state_dir)
                     steps = [editor.open(scope) for editor in self.plan.editors]
-                    task = _Task(self.plan, report, self._already_published(log, batch_id, event), steps)
+                    task = _Task(self.plan, report, self._guard(batch_id, event), steps)
                     if self.plan.following is not None:
                         follower = following.open_task(self.plan.following, batch_id, event)
+                report.events_in += 1
                 if follower is not None and not follower.admit(event):
                     continue  # handled before a FailoverGroup switch
                 task.replicate(event)
             if task is not None and scope is not None:
                 for publisher in task.publishers.values():
                     publisher.flush()
+                failpoints.reached("partition-published", batch_id)
                 scope.published()  # stateful editors save this batch's state only now
             if follower is not None:
                 report.following = follower.report()
@@ -272,23 +279,15 @@ class ReplicationWriter(DataSourceStreamWriter):
             )
         return report
 
-    def _already_published(self, log: CommitLog | None, batch_id: int, event: Event) -> dict[str, set[int]]:
-        """Effectively-once: source sequence numbers of this partition that a crashed attempt of this
-        batch already published, per Event Hubs target (Service Bus targets rely on MessageId
-        duplicate detection instead)."""
-        if not self.plan.effectively_once or log is None:
-            return {}
-        record = log.latest_before(batch_id)
-        if record is None:
-            raise RuntimeError(f"no commit record before batch {batch_id}: effectively-once cannot resume")
-        from federator_spark.sinks.eventhubs import published_sequences
+    def _guard(self, batch_id: int, first: Event) -> ReplayGuard | None:
+        """Effectively-once on Event Hubs endpoints (Service Bus targets rely on MessageId duplicate
+        detection, PostgreSQL tables on their keys)."""
+        plan = self.plan
+        if not plan.effectively_once or not any(t.kind == "eventHub" for t in plan.endpoints.values()):
+            return None
+        from federator_spark.sinks.replay import ReplayGuard
 
-        prefix = f"{event.source}/{event.partition}/"
-        return {
-            name: published_sequences(target, record["targetTails"].get(name, {}), event.partition, prefix)
-            for name, target in self.plan.endpoints.items()
-            if target.kind == "eventHub"
-        }
+        return ReplayGuard(plan, batch_id, first)
 
     # ------------------------------------------------------------------------------------ driver side
 
@@ -302,18 +301,39 @@ class ReplicationWriter(DataSourceStreamWriter):
         if log.exists(batchId):
             logger.info("batch %d: commit record exists (replayed batch), not counted again", batchId)
             return
-        record = {
-            "events": {name: sum(r.out.get(name, 0) for r in reports) for name in plan.targets},
-            "targetTails": record_tails(plan) if plan.effectively_once else {},
+        previous = log.latest_before(batchId)
+        record: dict[str, Any] = {
+            "events": {name: sum(r.out.get(name, 0) for r in reports) for name in plan.targets}
         }
         if plan.following is not None:
             handled = [r.following for r in reports if r.following is not None]
-            record["following"] = following.fold(plan.following, log.latest_before(batchId), handled)
+            record["following"] = following.fold(plan.following, previous, handled)
             skipped = sum(h["skipped"] for h in handled)
             if skipped:
                 logger.info("batch %d: %d events skipped, handled before a member switch", batchId, skipped)
-        log.write(batchId, record)
+        replayed = sum(r.replay_skipped for r in reports)
+        if replayed:
+            logger.info(
+                "batch %d: %d events were at the targets already (sent before a crash)", batchId, replayed
+            )
+        retain = self._retain_from(log, batchId, previous, record)
+        log.write(batchId, {**record, RETAIN_FROM: retain})
+        failpoints.reached("recorded", batchId)
+        log.prune(previous.get(RETAIN_FROM, retain) if previous else retain, retain)
         self._record_status(batchId, reports)
+
+    def _retain_from(
+        self, log: CommitLog, batch_id: int, previous: dict[str, Any] | None, record: dict[str, Any]
+    ) -> int:
+        """The oldest record still needed once ``batch_id``'s is written: those of Spark's retained batches
+        (a restart needs the one before the batch it replays), and for a Service Bus source that follows a
+        FailoverGroup enough to carry the newest keys to the next member."""
+        floor = batch_id - max(self.plan.retain_batches, 2) + 1
+        oldest = previous.get(RETAIN_FROM, floor) if previous else floor
+        plan = self.plan
+        if plan.following is not None and not plan.following.by_position:
+            return following.oldest_with_recent_keys(log, oldest, floor, record["following"])
+        return max(oldest, floor)
 
     def _record_status(self, batch_id: int, reports: list[TaskReport]) -> None:
         if self.plan.status_file is None:
@@ -335,10 +355,3 @@ class ReplicationWriter(DataSourceStreamWriter):
             done,
             len(messages),
         )
-
-
-def record_tails(plan: WritePlan) -> dict[str, dict[str, int]]:
-    """Each Event Hubs target's last sequence numbers: where the next batch's replay scan starts."""
-    from federator_spark.sinks.eventhubs import tails
-
-    return {name: tails(target) for name, target in plan.endpoints.items() if target.kind == "eventHub"}

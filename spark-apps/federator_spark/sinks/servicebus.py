@@ -17,9 +17,9 @@ from datetime import timedelta
 from typing import Any
 
 from federator_spark.events import Event
+from federator_spark.outages import Endpoint, retrying
 from federator_spark.plan import TargetPlan
 from federator_spark.property_types import PropertyValue, for_amqp
-from federator_spark.retry import with_retries
 from federator_spark.sinks.undeliverable import Undeliverable
 
 logger = logging.getLogger(__name__)
@@ -27,21 +27,12 @@ logger = logging.getLogger(__name__)
 _FLUSH_MESSAGES = 500
 
 
-def _transient() -> tuple[type[BaseException], ...]:
-    from azure.servicebus.exceptions import (
-        OperationTimeoutError,
-        ServiceBusConnectionError,
-        ServiceBusServerBusyError,
-    )
-
-    return (OperationTimeoutError, ServiceBusConnectionError, ServiceBusServerBusyError)
-
-
 class ServiceBusPublisher:
-    def __init__(self, target: TargetPlan) -> None:
+    def __init__(self, target: TargetPlan, status_file: str | None = None) -> None:
         from federator_spark.connections import servicebus_client
 
         self.target = target
+        self._endpoint = Endpoint("target", target.name, status_file)
         self._client = servicebus_client(target.connection)
         if target.is_topic:
             self._sender = self._client.get_topic_sender(topic_name=target.entity)
@@ -97,8 +88,8 @@ class ServiceBusPublisher:
             self._send(batch)
 
     def _send(self, batch: Any) -> None:
-        with_retries(
-            lambda: self._sender.send_messages(batch), _transient(), what=f"send to {self.target.name}"
+        retrying(
+            lambda: self._sender.send_messages(batch), self._endpoint, f"sending to {self.target.entity}"
         )
 
     def close(self) -> None:

@@ -26,6 +26,7 @@ from federator_spark import property_types
 from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement
 from federator_spark.events import Event
+from federator_spark.outages import Backoff, Endpoint, failure, retrying, words
 from federator_spark.property_types import as_text
 from federator_spark.sources import eventhubs_streams
 from federator_spark.sources.eventhubs_streams import receive, sequence_number
@@ -62,7 +63,8 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     (default ``$Default``), ``partitionIds`` (comma-separated; default all), ``startPosition``
     (``earliest`` | ``latest`` | ``enqueuedTime``; default earliest), ``startEnqueuedTime`` (ISO 8601),
     ``maxEventsPerTrigger`` (across partitions), ``receiveTimeoutSeconds`` (default 60: a read that
-    makes no progress for that long fails the batch)."""
+    makes no progress for that long, the namespace answering, fails the batch), ``statusFile`` (where an
+    outage of the event hub is reported while it is retried)."""
 
     def __init__(self, options: Any) -> None:
         if "connection" not in options or "eventHubName" not in options:
@@ -85,15 +87,20 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self.max_events is not None and self.max_events < 1:
             raise ValueError("maxEventsPerTrigger must be at least 1")
         self.receive_timeout = float(options.get("receiveTimeoutSeconds", "60"))
+        self.endpoint = Endpoint("source", self.event_hub, options.get("statusFile"))
         self.available_now_target: Offsets | None = None
         self._management: HubManagement | None = None  # driver side only, created lazily
         self._next_idle_poll = 0.0  # time.monotonic() before which an idle hub is not asked again
+        self._outage = Backoff()  # the driver's polls while the namespace is unavailable
         self._partition_count = 0
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_management"] = None  # clients cannot be pickled
         return state
+
+    def _retrying(self, action: Any, what: str) -> Any:
+        return retrying(action, self.endpoint, f"{what} of {self.event_hub}")
 
     # ------------------------------------------------------------------------------------ driver side
 
@@ -112,6 +119,9 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self._hub().last_sequence_numbers(self._partitions())
 
     def initialOffset(self) -> Offsets:
+        return self._retrying(self._initial_offsets, "reading the start positions")  # type: ignore[no-any-return]
+
+    def _initial_offsets(self) -> Offsets:
         hub = self._hub()
         offsets: Offsets = {}
         for partition in self._partitions():
@@ -137,6 +147,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             inclusive=True,
             timeout=self.receive_timeout,
             expected=1,
+            endpoint=self.endpoint,
         ):
             return sequence_number(events[0]) - 1 if events else last
         return last
@@ -145,7 +156,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return ReadMaxRows(self.max_events) if self.max_events else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.available_now_target = self._last_sequence_numbers()
+        self.available_now_target = self._retrying(self._last_sequence_numbers, "reading the positions")
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         ends = self.available_now_target or self._poll(start)
@@ -156,18 +167,32 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def _poll(self, start: Offsets) -> Offsets:
         """The partitions' last sequence numbers, asked no sooner than ``_IDLE_POLL_SECONDS`` after an
-        ask that found nothing beyond ``start``."""
+        ask that found nothing beyond ``start``. While the namespace is unavailable this is ``start``
+        (no batch, the query waits) and the next ask comes after a growing pause."""
         wait = self._next_idle_poll - time.monotonic()
         if wait > 0:
-            time.sleep(wait)
-        ends = self._last_sequence_numbers()
+            time.sleep(min(wait, _IDLE_POLL_SECONDS * 4))  # Spark asks again: a stop is not held up long
+            if self._next_idle_poll > time.monotonic():
+                return start
+        try:
+            ends = self._last_sequence_numbers()
+        except Exception as error:
+            failure(error, self.endpoint, f"reading the positions of {self.event_hub}")  # raises a refusal
+            delay = self._outage.next()
+            logger.warning("eventhubs %s: %s; asking again in %.1f s", self.event_hub, words(error), delay)
+            self._next_idle_poll = time.monotonic() + delay
+            return start
+        if self._outage.failures:
+            self._outage.reset()
+            self.endpoint.available()
+            logger.info("eventhubs %s: available again", self.event_hub)
         idle = all(end <= start.get(p, -1) for p, end in ends.items())
         self._next_idle_poll = time.monotonic() + _IDLE_POLL_SECONDS if idle else 0.0
         return ends
 
     def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
         if not self._partition_count:
-            self._partitions()
+            self._retrying(self._partitions, "listing the partitions")
         return [
             HubPartition(p, self._partition_count, start.get(p, -1), end[p])
             for p in sorted(end, key=int)
@@ -187,7 +212,12 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def stream(self, partition: HubPartition) -> eventhubs_streams.PartitionStream:
         """A receiver positioned for ``partition``'s range: this worker's kept one, or a new one."""
         return eventhubs_streams.take(
-            self.connection, self.event_hub, self.consumer_group, partition.partition_id, partition.start
+            self.connection,
+            self.event_hub,
+            self.consumer_group,
+            partition.partition_id,
+            partition.start,
+            self.endpoint,
         )
 
     def read_events(

@@ -7,8 +7,9 @@ not the backlog). It hands over the SDK's decoded messages, not ``EventData``: w
 and reading it back through its accessors cost a third of the receive CPU, and the app turns a
 message into its own :class:`~federator_spark.events.Event` anyway (``sources/eventhubs.py``). It does
 not run the SDK's ``EventProcessor`` either (load balancing and checkpoint stores are Spark's business
-here); a broken link is reopened from the last sequence number received, a few times, before the
-stream reports the error.
+here); a broken link is reopened from the last sequence number received, with capped backoff for as
+long as the namespace is unavailable (reported as an outage of ``endpoint``, ``outages.py``); only a
+refusal (credentials, a missing entity) ends the stream with its error.
 
 Opening a receiver costs 0.5-1.5 s with the Python SDK (its handshake sleeps 50 ms per frame),
 longer than a whole micro-batch should take, so a Python worker keeps its streams open between
@@ -30,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from federator_spark.connections import Connection, eventhub_consumer
+from federator_spark.outages import Backoff, Endpoint, EndpointRefusedError, failure, words
 from federator_spark.sources import eventhubs_frames
 
 logger = logging.getLogger(__name__)
@@ -52,8 +54,6 @@ _IDLE_WAIT_SECONDS = 1.0  # how long a one-off read waits before reporting "noth
 _MAX_SKIP = 5_000  # a kept stream further behind than this is reopened rather than read forward
 _IDLE_CLOSE_SECONDS = 30.0
 _REAP_EVERY_SECONDS = 5.0
-_RECONNECTS = 3  # consecutive reopenings of a broken link before the stream reports the error
-_RECONNECT_DELAY_SECONDS = 0.5  # doubled at each consecutive one
 
 _SEQUENCE_NUMBER = b"x-opt-sequence-number"
 
@@ -79,12 +79,15 @@ class PartitionStream:
         *,
         inclusive: bool = False,
         prefetch: int = _PREFETCH,
+        endpoint: Endpoint | None = None,
     ) -> None:
         self.key: StreamKey = (connection.to_option(), event_hub, consumer_group, partition)
+        self.endpoint = endpoint or Endpoint("source", event_hub)
         # The sequence number of the last message handed out (None: unknown until the first).
         self.position = position if isinstance(position, int) else None
         self.last_used = time.monotonic()
         self.broken = False  # the receiver reported an error: nothing after it is handed out
+        self.reconnecting = False  # the namespace is unavailable: the receiver is trying again
         self._pending: list[Any] = []  # received, not yet handed out
         self._buffer = _HandOvers()
         self._closed = threading.Event()
@@ -106,7 +109,7 @@ class PartitionStream:
         self, consumer_group: str, partition: str, position: int | str | datetime, inclusive: bool
     ) -> None:
         """The receiver thread: what ``EventHubConsumer.receive`` does, handing over raw messages."""
-        failures = 0
+        backoff = Backoff()
         try:
             while not self._closed.is_set():
                 consumer = self._consumer = self._client._create_consumer(
@@ -117,6 +120,9 @@ class PartitionStream:
                     prefetch=self._prefetch,
                     event_position_inclusive=inclusive,
                 )
+                # The SDK gives a consumer a keep-alive thread that sleeps in 1 s steps and that closing
+                # joins: up to a second per close. A receiver pulling all the time needs none.
+                consumer._keep_alive = None
                 transport = None  # its socket: see _close
                 try:
                     while not self._closed.is_set():
@@ -132,25 +138,42 @@ class PartitionStream:
                             # and sends none for Event Hubs events: a kept receiver would hold one tag
                             # per event it ever received.
                             link._received_delivery_tags.clear()
+                            self._recovered(backoff)
                         if consumer._message_buffer:
                             messages = list(consumer._message_buffer)
                             consumer._message_buffer.clear()
-                            position, inclusive, failures = sequence_number(messages[-1]), False, 0
+                            position, inclusive = sequence_number(messages[-1]), False
                             self._hand_over(messages)
                 except Exception as error:
                     if self._closed.is_set():
                         return
-                    failures += 1
                     reported = _sdk_error(consumer, error)
-                    if failures > _RECONNECTS:
-                        self._hand_over(reported)
+                    try:
+                        failure(reported, self.endpoint, f"receiving {self.key[1]}/{partition}")
+                    except BaseException as fatal:  # a refusal, or not the broker's failure
+                        self._hand_over(fatal if isinstance(fatal, EndpointRefusedError) else reported)
                         return
-                    logger.info("partition %s: %r; reopening after %s", partition, reported, position)
-                    time.sleep(_RECONNECT_DELAY_SECONDS * 2 ** (failures - 1))
+                    self.reconnecting = True
+                    delay = backoff.next()
+                    logger.warning(
+                        "partition %s: %s; reopening after %s in %.1f s",
+                        partition,
+                        words(reported),
+                        position,
+                        delay,
+                    )
+                    self._closed.wait(delay)
                 finally:
                     _close(consumer, transport)
         finally:
             self._client.close()
+
+    def _recovered(self, backoff: Backoff) -> None:
+        if self.reconnecting:
+            self.reconnecting = False
+            backoff.reset()
+            self.endpoint.available()
+            logger.info("partition %s: receiving again", self.key[3])
 
     def _hand_over(self, item: list[Any] | BaseException) -> None:
         if isinstance(item, BaseException):
@@ -182,7 +205,9 @@ class PartitionStream:
         while True:
             events = self.next_events(min(_IDLE_WAIT_SECONDS, timeout))
             if not events:
-                if time.monotonic() - idle_since > timeout:
+                if self.reconnecting:  # an outage, reported as such: waiting is all there is to do
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since > timeout:
                     raise TimeoutError(f"partition {self.key[3]}: expected events did not arrive")
                 continue
             idle_since = time.monotonic()
@@ -274,6 +299,7 @@ def receive(
     inclusive: bool,
     timeout: float,
     expected: int = _PREFETCH,
+    endpoint: Endpoint | None = None,
 ) -> Iterator[list[Any]]:
     """A one-off read: batches of events from ``position``; an empty batch means nothing arrived for
     a second. ``expected`` (how many events the caller wants at most) bounds the prefetch. Raises
@@ -287,18 +313,19 @@ def receive(
         position,
         inclusive=inclusive,
         prefetch=max(1, min(_PREFETCH, expected)),
+        endpoint=endpoint,
     )
     idle_since = time.monotonic()
     try:
         while True:
             events = stream.next_events(_IDLE_WAIT_SECONDS)
-            if events:
+            if events or stream.reconnecting:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > timeout:
                 raise TimeoutError(f"no events from partition {partition} for {timeout}s")
             yield events
     finally:
-        stream.close(wait=True)
+        stream.close()
 
 
 # -------------------------------------------------------------------------- streams kept by a worker
@@ -309,7 +336,12 @@ _reaper: threading.Thread | None = None
 
 
 def take(
-    connection: Connection, event_hub: str, consumer_group: str, partition: str, after: int
+    connection: Connection,
+    event_hub: str,
+    consumer_group: str,
+    partition: str,
+    after: int,
+    endpoint: Endpoint | None = None,
 ) -> PartitionStream:
     """A stream that continues after sequence number ``after``: this worker's kept one when it can
     get there by reading forward, else a new one. Give it back with :func:`keep` when done."""
@@ -326,7 +358,7 @@ def take(
             after,
         )
         stream.close()
-    return PartitionStream(connection, event_hub, consumer_group, partition, after)
+    return PartitionStream(connection, event_hub, consumer_group, partition, after, endpoint=endpoint)
 
 
 def keep(stream: PartitionStream) -> None:

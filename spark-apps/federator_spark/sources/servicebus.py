@@ -35,6 +35,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTri
 
 from federator_spark.config import local_path
 from federator_spark.connections import Connection, servicebus_client
+from federator_spark.outages import Backoff, Endpoint, failure, words
 from federator_spark.plan import STATE_DIR
 from federator_spark.sources.servicebus_records import enqueued, to_record, to_row
 from federator_spark.sources.spool import (
@@ -70,6 +71,7 @@ class SourceSettings:
     checkpoint: Path
     wait_seconds: float
     max_lock_renewal_seconds: float
+    status_file: str | None = None
 
     @classmethod
     def from_options(cls, options: Any) -> SourceSettings:
@@ -99,6 +101,7 @@ class SourceSettings:
             checkpoint=local_path(options["checkpointLocation"]),
             wait_seconds=float(options.get("receiveWaitSeconds", "1")),
             max_lock_renewal_seconds=float(options.get("maxLockRenewalSeconds", "600")),
+            status_file=options.get("statusFile"),
         )
 
     @property
@@ -123,7 +126,8 @@ class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     ``subscriptionName``, ``subQueue`` (``none`` | ``deadLetter``), ``maxMessagesPerBatch`` (default
     500), ``checkpointLocation`` (**required**, the query's own: spool files live under it and Spark's
     commit log there decides completion), ``receiveWaitSeconds`` (how long an idle poll waits, default
-    1), ``maxLockRenewalSeconds`` (how long locks are renewed without any call from Spark, default 600).
+    1), ``maxLockRenewalSeconds`` (how long locks are renewed without any call from Spark, default 600),
+    ``statusFile`` (where an outage of the namespace is reported while it is retried).
     """
 
     def __init__(self, options: Any) -> None:
@@ -206,6 +210,9 @@ class SourceDriver:
         self._receiver: Any = None
         self._source: str | None = None
         self._settler: threading.Thread | None = None
+        self.endpoint = Endpoint("source", settings.queue or settings.topic or "source", settings.status_file)
+        self._outage = Backoff()
+        self._next_receive = 0.0  # time.monotonic() before which an unavailable namespace is not asked
 
     def touch(self) -> None:
         self.last_call = time.monotonic()
@@ -257,7 +264,10 @@ class SourceDriver:
                 return start + 1
             if self.available_now_since is not None and self.reached_present:
                 return start
-            new = self._sort(self._receive(wanted))
+            received = self._receive_while_available(wanted)
+            if received is None:
+                return start  # unavailable: no batch, Spark asks again
+            new = self._sort(received)
             if new:
                 self.ledger.append(start + 1, self.source, [to_record(m) for m in new])
                 self.held.update((m.sequence_number, m) for m in new)
@@ -269,6 +279,39 @@ class SourceDriver:
                 "servicebus %s: spooled %d messages as %d", self.settings.entity_path, len(new), start + 1
             )
             return start + 1
+
+    def _receive_while_available(self, wanted: int) -> list[Any] | None:
+        """:meth:`_receive`, or None while the namespace is unavailable (the outage is reported and the
+        receiver opened again after a growing pause; only a refusal raises)."""
+        if time.monotonic() < self._next_receive:
+            time.sleep(min(1.0, self._next_receive - time.monotonic()))
+            return None
+        try:
+            received = self._receive(wanted)
+        except Exception as error:
+            failure(error, self.endpoint, f"receiving from {self.settings.entity_path}")
+            delay = self._outage.next()
+            logger.warning(
+                "servicebus %s: %s; trying again in %.1f s", self.settings.entity_path, words(error), delay
+            )
+            self._next_receive = time.monotonic() + delay
+            self._reset_receiver()
+            return None
+        if self._outage.failures:
+            self._outage.reset()
+            self.endpoint.available()
+            logger.info("servicebus %s: available again", self.settings.entity_path)
+        return received
+
+    def _reset_receiver(self) -> None:
+        """Drop the receiver (its locks are gone with its link): the next receive opens a new one. The held
+        messages come back when their locks lapse, and are recognised as spooled then."""
+        receiver, client, self._receiver, self._client = self._receiver, self._client, None, None
+        self.held.clear()
+        for closing in (receiver, client):
+            if closing is not None:
+                with contextlib.suppress(Exception):
+                    closing.close()
 
     def _receive(self, wanted: int) -> list[Any]:
         """Up to ``wanted`` messages; stops early when the entity runs dry, or after a quarter of the lock
