@@ -47,9 +47,20 @@ def task_config(
         metadata=TaskMetadata(name=name, namespace="bench", generation=1),
         spec=ReplicationTaskSpec.model_validate(spec),
         checkpoint_location=f"file://{workdir / ('checkpoint-' + name)}",
-        emulator_connections={emus.namespace(h): emus.cs(h) for h in (source, target)},
+        emulator_connection_files={
+            emus.namespace(hub): connection_file(workdir, emus.namespace(hub), emus.cs(hub))
+            for hub in (source, target)
+        },
         status_file=str(workdir / f"status-{name}.json"),
     )
+
+
+def connection_file(workdir: Path, namespace: str, connection_string: str) -> str:
+    """Where the app reads an emulator namespace's connection string (as local mode writes it)."""
+    path = workdir / "connections" / namespace
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(connection_string, encoding="utf-8")
+    return str(path)
 
 
 def start_task(spark: Any, config: TaskConfig, *, available_now: bool) -> Any:

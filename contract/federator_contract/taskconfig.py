@@ -64,10 +64,12 @@ class TaskConfig(_ContractModel):
     followed_members: dict[str, str] = {}
     """Spec path of each connection that follows a FailoverGroup → the `group/member` it uses now."""
     following: FollowingSource | None = None
-    emulator_connections: dict[str, str] = {}
-    """Local mode only: emulator namespace → its connection string."""
-    emulator_blob_connection: str | None = None
-    """Local mode only: the connection string of the Azurite it started (checkpoint stores `emulator`)."""
+    emulator_connection_files: dict[str, str] = {}
+    """Local mode only: emulator namespace → the file that holds its connection string (readable by its
+    owner only). Like a mounted Secret: the key never enters the task config, Spark's plan or a log."""
+    emulator_blob_connection_file: str | None = None
+    """Local mode only: the file that holds the connection string of the Azurite it started (checkpoint
+    stores `emulator`), likewise."""
     status_file: str | None = None
     """Local mode only: where the app writes its status (default: under the checkpoint location)."""
 

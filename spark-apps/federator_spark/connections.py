@@ -1,8 +1,8 @@
 """How executors reach a namespace: a picklable, JSON-serialisable description plus client factories.
 
 Spark data source options are strings and travel inside the query plan, so a connection is passed
-as JSON that names *where* the credential is (an environment variable, workload identity) rather
-than the secret itself. Only emulator connection strings (local mode) travel inline.
+as JSON that names *where* the credential is (an environment variable, a file, workload identity)
+rather than the secret itself. Only a connection string given to a data source by hand travels inline.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from federator_contract.api.base import EndpointConnection
@@ -20,12 +21,22 @@ from federator_contract.taskconfig import TaskConfig, TaskConfigError
 _ENDPOINT = re.compile(r"Endpoint=sb://([^/;]+)/?", re.IGNORECASE)
 
 
+_SOURCES = (
+    "connection_string",
+    "connection_string_env",
+    "connection_string_file",
+    "fully_qualified_namespace",
+)
+
+
 @dataclass(frozen=True)
 class Connection:
-    """Exactly one of ``connection_string``, ``connection_string_env`` or ``fully_qualified_namespace``."""
+    """Exactly one of ``connection_string``, ``connection_string_env``, ``connection_string_file`` or
+    ``fully_qualified_namespace``."""
 
     connection_string: str | None = None
     connection_string_env: str | None = None
+    connection_string_file: str | None = None
     fully_qualified_namespace: str | None = None
     client_id: str | None = None
 
@@ -39,21 +50,8 @@ class Connection:
         except json.JSONDecodeError as error:
             raise ValueError(f"option 'connection' is not JSON: {error}") from None
         connection = cls(**raw)
-        if (
-            sum(
-                v is not None
-                for v in (
-                    raw.get("connection_string"),
-                    raw.get("connection_string_env"),
-                    raw.get("fully_qualified_namespace"),
-                )
-            )
-            != 1
-        ):
-            raise ValueError(
-                "option 'connection' needs exactly one of connection_string, "
-                "connection_string_env, fully_qualified_namespace"
-            )
+        if sum(raw.get(name) is not None for name in _SOURCES) != 1:
+            raise ValueError(f"option 'connection' needs exactly one of {', '.join(_SOURCES)}")
         return connection
 
     def resolved_connection_string(self) -> str | None:
@@ -64,6 +62,11 @@ class Connection:
             if not value:
                 raise RuntimeError(f"environment variable {self.connection_string_env} is not set")
             return value
+        if self.connection_string_file is not None:
+            try:
+                return Path(self.connection_string_file).read_text(encoding="utf-8").strip()
+            except OSError as error:
+                raise RuntimeError(f"cannot read the connection string file: {error}") from None
         return None
 
     @property
@@ -87,13 +90,13 @@ def connection_for(config: TaskConfig, endpoint: EndpointConnection) -> Connecti
             fully_qualified_namespace=identity.fully_qualified_namespace, client_id=identity.client_id
         )
     if endpoint.emulator is not None:
-        text = config.emulator_connections.get(endpoint.emulator.namespace)
-        if text is None:
+        path = config.emulator_connection_files.get(endpoint.emulator.namespace)
+        if path is None:
             raise TaskConfigError(
-                f"emulatorConnections has no connection for emulator namespace "
+                f"emulatorConnectionFiles has no connection for emulator namespace "
                 f"{endpoint.emulator.namespace!r} (emulator connections exist in local mode only)"
             )
-        return Connection(connection_string=text)
+        return Connection(connection_string_file=path)
     raise TaskConfigError(
         "a failoverGroupRef connection reaches the app unresolved: the operator writes the followed "
         "member's connection into the task config"

@@ -13,6 +13,7 @@ from azure.servicebus import ServiceBusClient
 from federator_contract.taskconfig import TaskConfig
 from federator_spark.plan import plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
+from support.connections import connection_files
 from support.rows import event_row
 
 pytestmark = pytest.mark.slow  # an emulator, a few seconds
@@ -46,7 +47,7 @@ def test_poison_and_rejected_events_are_dropped_counted_and_logged_without_their
         "metadata": {"name": "t", "namespace": "default"},
         "spec": spec,
         "checkpointLocation": str(tmp_path / "checkpoint"),
-        "emulatorConnections": {"ns1": cs},
+        "emulatorConnectionFiles": connection_files(tmp_path / "connections", emulator, ["ns1"]),
     }
     writer = ReplicationWriter(plan_from_task(TaskConfig.from_raw(raw)))
     rows = [

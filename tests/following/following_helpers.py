@@ -12,6 +12,7 @@ from federator_spark.events import Event
 from federator_spark.following import Follower, known
 from federator_spark.plan import WritePlan, plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter, TaskReport, TaskReports
+from support.connections import write_connection_files
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 # Member → its namespace's host, as the source identity names it.
@@ -38,10 +39,13 @@ def task_raw(
         "metadata": {"name": "orders", "namespace": "default", "generation": 1},
         "spec": spec,
         "checkpointLocation": f"file://{tmp_path / 'checkpoint'}",
-        "emulatorConnections": {
-            name: f"Endpoint=sb://{host}/;SharedAccessKeyName=k;SharedAccessKey=v;UseDevelopmentEmulator=true"
-            for name, host in {**HOSTS, "dr": "dr.example:5672"}.items()
-        },
+        "emulatorConnectionFiles": write_connection_files(
+            tmp_path / "connections",
+            {
+                name: f"Endpoint=sb://{host}/;SharedAccessKeyName=k;SharedAccessKey=v;UseDevelopmentEmulator=true"
+                for name, host in {**HOSTS, "dr": "dr.example:5672"}.items()
+            },
+        ),
         "following": {"group": "orders", "member": member, "switchedAt": None, "skewSeconds": 60},
     }
 

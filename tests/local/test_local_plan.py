@@ -158,13 +158,16 @@ def test_the_task_config_keeps_checkpoints_and_status_in_the_state_dir(tmp_path:
     assert config["metadata"] == {"name": "orders-replication", "namespace": "default"}
 
 
-def test_emulator_connections_are_added_for_the_tasks_own_namespaces(tmp_path: Path) -> None:
+def test_emulator_connections_are_named_by_file_for_the_tasks_own_namespaces(tmp_path: Path) -> None:
     plan = plan_files(tmp_path, "eh-replication.yaml")
-    known = {"primary": "Endpoint=sb://localhost:1", "secondary": "Endpoint=sb://localhost:2", "x": "other"}
+    known = {ns: tmp_path / "connections" / ns for ns in ("primary", "secondary", "x")}
 
     config = with_emulator_connections(plan.tasks[0], known)
 
-    assert config.emulator_connections == {"primary": known["primary"], "secondary": known["secondary"]}
+    assert config.emulator_connection_files == {
+        "primary": str(known["primary"].resolve()),
+        "secondary": str(known["secondary"].resolve()),
+    }
 
 
 def test_metrics_ports_count_up_from_the_first(tmp_path: Path) -> None:

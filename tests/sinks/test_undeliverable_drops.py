@@ -14,6 +14,7 @@ from azure.servicebus import ServiceBusClient
 from federator_contract.taskconfig import TaskConfig
 from federator_spark.plan import plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
+from support.connections import connection_files
 from support.rows import event_row
 
 pytestmark = pytest.mark.slow  # an emulator, a few seconds
@@ -38,7 +39,7 @@ def write(emulator: Any, tmp_path: Any, **endpoints: Any) -> Any:
         "metadata": {"name": "t", "namespace": "default"},
         "spec": spec,
         "checkpointLocation": str(tmp_path / "checkpoint"),
-        "emulatorConnections": {"basic": emulator.connection_string("basic")},
+        "emulatorConnectionFiles": connection_files(tmp_path / "connections", emulator, ["basic"]),
     }
     writer = ReplicationWriter(plan_from_task(TaskConfig.from_raw(raw)))
     (report,) = writer.write(iter([event_row(0, b"e0"), event_row(1, LARGE), event_row(2, b"e2")])).reports

@@ -11,6 +11,8 @@ from typing import Any
 
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 
+from support.connections import connection_files
+
 
 def send(connection_string: str, hub: str, events: list[dict[str, Any]]) -> None:
     """Each event: ``body`` and optionally ``partition`` or ``key``, ``properties``. Sent one batch per
@@ -102,7 +104,7 @@ def task_config(
         "checkpointLocation": f"file://{checkpoint}",
         "secretEnv": {},
         "metricsPort": 9464,
-        "emulatorConnections": {ns: emulator.connection_string(ns) for ns in namespaces},
+        "emulatorConnectionFiles": connection_files(tmp_path / "connections", emulator, namespaces),
         "statusFile": str(tmp_path / f"status-{name}.json"),
     }
 

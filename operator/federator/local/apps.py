@@ -6,6 +6,7 @@ change: a followed group switched, or a mirror's further pair became ready."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -71,7 +72,7 @@ def launch(
     tasks: Sequence[TaskRun], state: StateDir, environ: Mapping[str, str], ready: Mapping[str, Any]
 ) -> SparkApp:
     """Write the tasks' files and start the application that runs them."""
-    connections = {name: ns["connectionString"] for name, ns in (ready.get("namespaces") or {}).items()}
+    connections = write_emulator_connections(state, ready)
     configs: list[Path] = []
     for task in tasks:
         for path, content in task.files.items():
@@ -101,6 +102,19 @@ def launch(
     }
     process = spawn(name, [*argv, "--master", "local[2]"], app_environment(tasks, environ), log_path)
     return SparkApp(name, process, list(tasks), logs)
+
+
+def write_emulator_connections(state: StateDir, ready: Mapping[str, Any]) -> dict[str, Path]:
+    """Each emulator namespace's connection string in a file only its owner can read (the apps read it
+    there, as a pod reads a mounted Secret); namespace → file."""
+    files = {}
+    for name, namespace in (ready.get("namespaces") or {}).items():
+        path = files[name] = state.emulator_connection_file(name)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(namespace["connectionString"])
+    return files
 
 
 def app_environment(tasks: Sequence[TaskRun], environ: Mapping[str, str]) -> dict[str, str]:

@@ -15,6 +15,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from federator import reasons
@@ -275,15 +276,16 @@ def _variants(groups: list[GroupRun]) -> Iterator[dict[str, Mapping[str, Any] | 
 
 
 def with_emulator_connections(
-    task: TaskRun, connection_strings: Mapping[str, str], blob_connection: str | None = None
+    task: TaskRun, connection_files: Mapping[str, Path], blob_connection_file: Path | None = None
 ) -> TaskConfig:
-    """The task config to write once the emulator runs: `emulatorConnections` for its namespaces, and
-    Azurite's connection string when a checkpoint store is there."""
+    """The task config to write once the emulator runs: `emulatorConnectionFiles` for its namespaces, and
+    the file of Azurite's connection string when a checkpoint store is there (the files hold the
+    connection strings, so no key lands in `task.json`)."""
     update: dict[str, object] = {
-        "emulator_connections": {ns: connection_strings[ns] for ns in task.emulator_namespaces}
+        "emulator_connection_files": {ns: str(connection_files[ns].resolve()) for ns in task.emulator_namespaces}
     }
     if needs_azurite(task.task_config.spec):
-        update["emulator_blob_connection"] = blob_connection
+        update["emulator_blob_connection_file"] = str(blob_connection_file.resolve()) if blob_connection_file else None
     return task.task_config.model_copy(update=update)
 
 

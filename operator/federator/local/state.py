@@ -5,6 +5,7 @@
 <state>/emulator/config.yaml                  the derived emulator config of the last run
 <state>/emulator/ports.json                   namespace → AMQP and HTTPS port, kept across runs
 <state>/emulator/ready.json                   connection details while the emulator runs
+<state>/emulator/connections/<namespace>      its connection string, owner-only, for the apps to read
 <state>/emulator/data/                        durable messages (the emulator's --data-dir)
 <state>/emulator/emulator.log
 <state>/tasks/<namespace>/<name>/task.json    the task config the Spark app reads (no secret values)
@@ -87,6 +88,9 @@ class StateDir:
     @property
     def emulator_ready(self) -> Path:
         return self.emulator_dir / "ready.json"
+
+    def emulator_connection_file(self, namespace: str) -> Path:
+        return self.emulator_dir / "connections" / namespace
 
     @property
     def azurite_ready(self) -> Path:
