@@ -22,10 +22,12 @@ import yaml
 
 @dataclass
 class Emulators:
-    """Emulator processes; ``hubs`` maps a hub to (emulator namespace, connection string)."""
+    """Emulator processes; ``hubs`` maps a hub to (emulator namespace, connection string), ``namespaces``
+    a namespace to its connection string."""
 
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     hubs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    namespaces: dict[str, str] = field(default_factory=dict)
 
     def cs(self, hub: str) -> str:
         return self.hubs[hub][1]
@@ -41,15 +43,25 @@ class Emulators:
 @contextmanager
 def emulators(workdir: Path, groups: list[dict[str, list[str]]], partitions: int) -> Iterator[Emulators]:
     """One emulator process per group (namespace name → its event hubs, of ``partitions`` each)."""
+    configs = [
+        {
+            "namespaces": [
+                {"name": ns, "eventHubs": [{"name": h, "partitionCount": partitions} for h in hubs]}
+                for ns, hubs in group.items()
+            ]
+        }
+        for group in groups
+    ]
+    with emulator_processes(workdir, configs) as running:
+        yield running
+
+
+@contextmanager
+def emulator_processes(workdir: Path, configs: list[dict[str, Any]]) -> Iterator[Emulators]:
+    """One emulator process per config (the emulator's own YAML schema)."""
     running = Emulators()
     try:
-        for i, group in enumerate(groups):
-            config = {
-                "namespaces": [
-                    {"name": ns, "eventHubs": [{"name": h, "partitionCount": partitions} for h in hubs]}
-                    for ns, hubs in group.items()
-                ]
-            }
+        for i, config in enumerate(configs):
             path, ready = workdir / f"emulator-{i}.yaml", workdir / f"ready-{i}.json"
             path.write_text(yaml.safe_dump(config))
             command = [sys.executable, "-m", "federator_emulator", "--config", str(path)]
@@ -57,9 +69,11 @@ def emulators(workdir: Path, groups: list[dict[str, list[str]]], partitions: int
                 subprocess.Popen([*command, "--ready-file", str(ready), "--log-level", "WARNING"])
             )
             document = _wait_ready(ready, running.processes[-1])
-            for ns, hubs in group.items():
-                for hub in hubs:
-                    running.hubs[hub] = (ns, document["namespaces"][ns]["connectionString"])
+            for namespace in config["namespaces"]:
+                ns = namespace["name"]
+                running.namespaces[ns] = document["namespaces"][ns]["connectionString"]
+                for hub in namespace.get("eventHubs", []):
+                    running.hubs[hub["name"]] = (ns, running.namespaces[ns])
         yield running
     finally:
         for process in running.processes:

@@ -3,7 +3,8 @@
 A producer paced at ``rate`` events/s stamps each event with its send time; the task runs with its
 normal trigger; a consumer on the target records receive time - send time. Producer and consumer run
 in a child process (``python -m bench.replication_latency SOURCE_CS TARGET_CS ...``), apart from the
-Spark driver's GIL.
+Spark driver's GIL. Where the measured batches' time went: Spark's ``durationMs`` phases, and
+Federator's own steps from the task's status file (``stepSeconds``, summed over batches by the app).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,12 +24,22 @@ from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerCl
 
 from bench.processes import Emulators
 from bench.tasks import PARTITIONS, ROOT, body, start_task, task_config
+from federator_contract.appstatus import read_status
 
 SEND_TIME = "bench-send-time"
-SOURCE, TARGET = "lat-in", "lat-out"
 
 
-def client(source_cs: str, target_cs: str, rate: int, duration: float) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Run:
+    rate: int  # events/s
+    duration: float  # seconds measured
+    warmup: float  # seconds of traffic first, not measured
+    trigger_seconds: int | None  # None: the task's default
+
+
+def client(
+    source_cs: str, source: str, target_cs: str, target: str, rate: int, duration: float
+) -> dict[str, Any]:
     """Pace ``rate`` events/s into the source for ``duration`` s; return the send start (epoch s) and
     each event's [seconds after it, latency ms until received, ms until enqueued at the target]."""
     arrivals: list[tuple[float, float, float]] = []
@@ -48,7 +60,7 @@ def client(source_cs: str, target_cs: str, rate: int, duration: float) -> dict[s
     # and grants new link credit only once all of it is used: a large prefetch and a short timeout
     # keep the consumer's own delay (credit round trips, waiting for silence) small.
     consumer = EventHubConsumerClient.from_connection_string(
-        target_cs, "$Default", eventhub_name=TARGET, socket_timeout=0.01
+        target_cs, "$Default", eventhub_name=target, socket_timeout=0.01
     )
     thread = threading.Thread(
         target=consumer.receive_batch,
@@ -59,7 +71,7 @@ def client(source_cs: str, target_cs: str, rate: int, duration: float) -> dict[s
     per_tick = max(1, round(rate * 0.02))  # one batch every 20 ms, round-robin over the partitions
     sent = 0
     start_time = time.time()
-    with EventHubProducerClient.from_connection_string(source_cs, eventhub_name=SOURCE) as producer:
+    with EventHubProducerClient.from_connection_string(source_cs, eventhub_name=source) as producer:
         started = time.monotonic()
         while time.monotonic() - started < duration:
             batch = producer.create_batch(partition_id=str(sent // per_tick % PARTITIONS))
@@ -91,40 +103,57 @@ def measure(
     spark: Any,
     workdir: Path,
     emus: Emulators,
-    rate: int,
-    duration: float,
-    warmup: float,
-    trigger_seconds: int | None,
+    run: Run,
+    source: str,
+    target: str,
+    *,
+    effectively_once: bool = False,
 ) -> dict[str, Any]:
-    """Latency of the events sent after ``warmup`` seconds of traffic at the same rate: until every
+    """Latency of the events sent after ``run.warmup`` seconds of traffic at the same rate: until every
     Python worker has opened its receivers and producers (``sources/eventhubs_streams.py``), batches
     pay for opening them."""
-    config = task_config(workdir, emus, SOURCE, TARGET, trigger_seconds)
+    config = task_config(
+        workdir, emus, source, target, run.trigger_seconds, effectively_once=effectively_once
+    )
+    assert config.status_file is not None
     query = start_task(spark, config, available_now=False)
     try:
         while query.lastProgress is None:  # the first (empty) trigger ran: the query is warm
             if query.exception() is not None:
                 raise RuntimeError(f"the Spark task failed: {query.exception()}")
             time.sleep(0.1)
-        command = [sys.executable, "-m", "bench.replication_latency", emus.cs(SOURCE), emus.cs(TARGET)]
-        command += ["--rate", str(rate), "--duration", str(warmup + duration)]
-        output = subprocess.run(
-            command, cwd=ROOT, check=True, capture_output=True, text=True, timeout=warmup + duration + 120
-        )
-        result = json.loads(output.stdout.strip().splitlines()[-1])
+        command = [sys.executable, "-m", "bench.replication_latency", emus.cs(source), source]
+        command += [
+            emus.cs(target),
+            target,
+            "--rate",
+            str(run.rate),
+            "--duration",
+            str(run.warmup + run.duration),
+        ]
+        steps = StepCounter(config.status_file)
+        timeout = run.warmup + run.duration + 120
+        with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as process:
+            time.sleep(run.warmup)
+            steps.mark()  # the measured window starts
+            output, _ = process.communicate(timeout=timeout)
+        if process.returncode:
+            raise RuntimeError(f"the latency client failed ({process.returncode})")
+        federator_steps = steps.per_batch()
+        result = json.loads(output.strip().splitlines()[-1])
         if query.exception() is not None:
             raise RuntimeError(f"the Spark task failed: {query.exception()}")
         progress = [json.loads(p.json) for p in query.recentProgress]
     finally:
         query.stop()
-    measured_from = result["start"] + warmup
+    measured_from = result["start"] + run.warmup
     busy = [
         p["durationMs"] for p in progress if p["numInputRows"] and _epoch(p["timestamp"]) >= measured_from
     ]
     phases = {key: percentile(sorted(d.get(key, 0) for d in busy), 0.5) for key in busy[0]} if busy else {}
-    latencies = sorted(ms for at, ms, _ in result["arrivals"] if at >= warmup)
-    to_target = sorted(enqueued for at, _, enqueued in result["arrivals"] if at >= warmup)
-    during_warmup = sorted(ms for at, ms, _ in result["arrivals"] if at < warmup)
+    latencies = sorted(ms for at, ms, _ in result["arrivals"] if at >= run.warmup)
+    to_target = sorted(enqueued for at, _, enqueued in result["arrivals"] if at >= run.warmup)
+    during_warmup = sorted(ms for at, ms, _ in result["arrivals"] if at < run.warmup)
     return {
         "sent": result["sent"],
         "received": len(result["arrivals"]),
@@ -136,11 +165,37 @@ def measure(
         # Send → enqueued at the target: the replication alone, without the consumer's own delay.
         "enqueued_p50_ms": percentile(to_target, 0.50),
         "enqueued_p99_ms": percentile(to_target, 0.99),
-        "warmup_s": warmup,
-        "trigger_s": trigger_seconds,  # None: the task's default
+        "warmup_s": run.warmup,
+        "trigger_s": run.trigger_seconds,  # None: the task's default
         "warmup_p99_ms": percentile(during_warmup, 0.99),
         "batch_ms_p50": phases,  # the Spark phases of measured batches that moved events
+        "federator_ms_per_batch": federator_steps,
     }
+
+
+class StepCounter:
+    """Federator's steps over the measured window: the difference of the status file's sums."""
+
+    def __init__(self, status_file: str) -> None:
+        self.status_file = status_file
+        self.start: dict[str, Any] = {}
+
+    def _read(self) -> dict[str, Any]:
+        return read_status(self.status_file)
+
+    def mark(self) -> None:
+        self.start = self._read()
+
+    def per_batch(self) -> dict[str, float]:
+        end = self._read()
+        batches = end.get("stepBatches", 0) - self.start.get("stepBatches", 0)
+        if batches <= 0:
+            return {}
+        before = self.start.get("stepSeconds", {})
+        return {
+            name: round((seconds - before.get(name, 0.0)) * 1000 / batches, 1)
+            for name, seconds in sorted(end.get("stepSeconds", {}).items())
+        } | {"batches": batches}
 
 
 def _epoch(timestamp: str) -> float:
@@ -156,11 +211,15 @@ def percentile(ordered: list[float], q: float) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="the latency run's producer and consumer")
     parser.add_argument("source_cs")
+    parser.add_argument("source")
     parser.add_argument("target_cs")
+    parser.add_argument("target")
     parser.add_argument("--rate", type=int, required=True)
     parser.add_argument("--duration", type=float, required=True)
     args = parser.parse_args()
-    print(json.dumps(client(args.source_cs, args.target_cs, args.rate, args.duration)))
+    print(
+        json.dumps(client(args.source_cs, args.source, args.target_cs, args.target, args.rate, args.duration))
+    )
 
 
 if __name__ == "__main__":

@@ -27,21 +27,28 @@ def body(index: int) -> bytes:
 
 
 def task_config(
-    workdir: Path, emus: Emulators, source: str, target: str, trigger_seconds: int | None = None
+    workdir: Path,
+    emus: Emulators,
+    source: str,
+    target: str,
+    trigger_seconds: int | None = None,
+    *,
+    effectively_once: bool = False,
 ) -> TaskConfig:
     """A task config as the operator writes it (no ``runtime``: the API's defaults, unless a trigger
-    interval is given)."""
+    interval is given; at-least-once unless ``effectively_once``)."""
 
     def endpoint(hub: str) -> dict[str, Any]:
         return {
             "eventHub": {"connection": {"emulator": {"namespace": emus.namespace(hub)}}, "eventHubName": hub}
         }
 
-    name = f"{source}-to-{target}"
+    name = f"{source}-to-{target}" + ("-eo" if effectively_once else "")
     spec = {
         "source": endpoint(source),
         "targets": [{"name": target, **endpoint(target)}],
         **({} if trigger_seconds is None else {"runtime": {"triggerIntervalSeconds": trigger_seconds}}),
+        **({"delivery": {"effectivelyOnce": True}} if effectively_once else {}),
     }
     return TaskConfig(
         metadata=TaskMetadata(name=name, namespace="bench", generation=1),

@@ -4,6 +4,8 @@ a test keeps the docs complete)."""
 
 from __future__ import annotations
 
+from federator_contract import appstatus
+
 # Ready=True
 RUNNING = "Running"
 
@@ -12,6 +14,9 @@ SPARK_APPLICATION_PENDING = "SparkApplicationPending"
 SPARK_APPLICATION_RESTARTING = "SparkApplicationRestarting"
 SPARK_APPLICATION_STOPPED = "SparkApplicationStopped"
 SPARK_APPLICATION_STATE_UNKNOWN = "SparkApplicationStateUnknown"
+# Local mode: the app retries an endpoint it cannot reach (in a cluster: federator_endpoint_unavailable).
+SOURCE_UNAVAILABLE = appstatus.SOURCE_UNAVAILABLE
+TARGET_UNAVAILABLE = appstatus.TARGET_UNAVAILABLE
 
 # Stalled=True: nothing changes until a human acts.
 INVALID_SPEC = "InvalidSpec"
@@ -26,6 +31,11 @@ CONFIG_MAP_NOT_FOUND = "ConfigMapNotFound"  # a ConfigMap (or its key) an editor
 SERVICE_ACCOUNT_NOT_FOUND = "ServiceAccountNotFound"
 WORKLOAD_IDENTITY_CLIENT_ID_MISSING = "WorkloadIdentityClientIdMissing"
 WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH = "WorkloadIdentityClientIdMismatch"
+# Local mode: an endpoint refused the app (its query stopped; in a cluster: federator_endpoint_unavailable).
+SOURCE_AUTH_REFUSED = appstatus.REFUSED["source", "auth"]
+SOURCE_NOT_FOUND = appstatus.REFUSED["source", "notFound"]
+TARGET_AUTH_REFUSED = appstatus.REFUSED["target", "auth"]
+TARGET_NOT_FOUND = appstatus.REFUSED["target", "notFound"]
 # Local mode (`federator run`) only.
 EMULATOR_ENTITY_CONFLICT = "EmulatorEntityConflict"
 EMULATOR_FAILED = "EmulatorFailed"
@@ -74,6 +84,8 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         SPARK_APPLICATION_RESTARTING,
         SPARK_APPLICATION_STOPPED,
         SPARK_APPLICATION_STATE_UNKNOWN,
+        SOURCE_UNAVAILABLE,
+        TARGET_UNAVAILABLE,
         MANAGEMENT_UNAVAILABLE,
         PAIRS_PENDING,
         FAILING_BACK,
@@ -98,6 +110,10 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         SERVICE_ACCOUNT_NOT_FOUND,
         WORKLOAD_IDENTITY_CLIENT_ID_MISSING,
         WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH,
+        SOURCE_AUTH_REFUSED,
+        SOURCE_NOT_FOUND,
+        TARGET_AUTH_REFUSED,
+        TARGET_NOT_FOUND,
         EMULATOR_ENTITY_CONFLICT,
         EMULATOR_FAILED,
         FAILOVER_GROUP_NOT_FOUND,

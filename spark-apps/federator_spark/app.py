@@ -12,12 +12,13 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from federator_contract.driverstatus import TRANSLATION_FILE
 from federator_contract.taskconfig import TaskConfig
-from federator_spark import metrics, pipeline
+from federator_spark import logs, metrics, pipeline
 from federator_spark.config import load_task_config, local_path
 from federator_spark.connections import connection_for
 from federator_spark.lag import LagMonitor
@@ -28,6 +29,39 @@ from federator_spark.translation.translator import Translator
 logger = logging.getLogger("federator.replicate")
 
 
+class Stopper:
+    """SIGTERM stops the query after its batch in flight, from a thread of its own: the main thread is
+    inside a py4j call (``awaitTermination``) that must return normally rather than be re-entered from
+    a signal handler. Spark itself is stopped only once that thread is done, so nothing calls into a
+    stopped SparkContext. A signal before the query starts keeps it from starting."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.query: Any = None
+        self._threads: list[threading.Thread] = []
+        signal.signal(signal.SIGTERM, self.signalled)
+
+    def signalled(self, signum: int, _frame: FrameType | None) -> None:
+        logger.info("signal %d: stopping the query", signum)
+        self.requested.set()
+        if self.query is not None:
+            self._stop()
+
+    def started(self, query: Any) -> None:
+        self.query = query
+        if self.requested.is_set():
+            self._stop()
+
+    def _stop(self) -> None:
+        thread = threading.Thread(target=self.query.stop, name="federator-stop", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def wait(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="federator_spark", description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -36,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", help="Spark master for local runs (spark-submit sets it otherwise)")
     parser.add_argument("--available-now", action="store_true", help="process what is there, then stop")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=logs.FORMAT)
+    stopper = Stopper()
 
     config = load_task_config(args.task_config)
     plan = plan_from_task(config)
@@ -46,27 +81,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.master:
         builder = builder.master(args.master).config("spark.ui.enabled", "false")
     spark = builder.getOrCreate()
-    server = None
-    if config.metrics_port and plan.status_file:
-        server = metrics.serve(config.metrics_port, plan.status_file, config.namespace, config.name)
-    query = pipeline.start(spark, config, available_now=args.available_now)
-    monitor = lag_monitor(config, plan.status_file)
-    translation = translation_plan(config, _beside(plan.status_file, TRANSLATION_FILE))
-    translator = Translator(translation) if translation is not None else None
-    for worker in (monitor, translator):
-        if worker is not None:
-            worker.start()
-
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        # The main thread is inside awaitTermination, a py4j call; stopping from another thread lets
-        # that call return normally instead of re-entering py4j from the signal handler.
-        logger.info("signal %d: stopping the query", signum)
-        threading.Thread(target=query.stop, name="federator-stop", daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
+    server = monitor = translator = None
     try:
-        query.awaitTermination()
+        if config.metrics_port and plan.status_file:
+            server = metrics.serve(config.metrics_port, plan.status_file, config.namespace, config.name)
+        if not stopper.requested.is_set():
+            query = pipeline.start(spark, config, available_now=args.available_now)
+            stopper.started(query)
+            monitor = lag_monitor(config, plan.status_file)
+            translation = translation_plan(config, _beside(plan.status_file, TRANSLATION_FILE))
+            translator = Translator(translation) if translation is not None else None
+            for worker in (monitor, translator):
+                if worker is not None:
+                    worker.start()
+            query.awaitTermination()
     finally:
+        stopper.wait()
         if translator is not None:  # once more: the app stops, its FailoverGroup may be switching
             translator.stop(final=True)
         if monitor is not None:

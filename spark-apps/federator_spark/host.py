@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 
 from federator_contract.applog import failed_marker
 from federator_contract.taskconfig import TaskConfig
-from federator_spark import metrics, pipeline
+from federator_spark import logs, metrics, pipeline
 from federator_spark.config import load_task_config
 
 logger = logging.getLogger("federator.host")
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task-config", action="append", required=True, help="a task config file")
     parser.add_argument("--master", default="local[2]", help="Spark master")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=logs.FORMAT)
 
     configs = [load_task_config(path) for path in args.task_config]
     spark = (
@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
                 host.start(config)
         host.supervise()
     finally:
+        for thread in host.stoppers:  # Spark stops once every query has (nothing calls a stopped context)
+            thread.join()
         for server in servers:
             server.shutdown()
         spark.stop()
@@ -80,6 +82,7 @@ class Host:
         self.retries: dict[str, int] = {}
         self.failed = False
         self.stopping = threading.Event()
+        self.stoppers: list[threading.Thread] = []
 
     def start(self, config: TaskConfig) -> None:
         try:
@@ -89,7 +92,7 @@ class Host:
             return
         self.running.append((config, query))
         if self.stopping.is_set():  # the signal came while it started
-            query.stop()
+            self._stop(query)
             return
         deadline = time.monotonic() + START_WAIT_SECONDS
         while query.isActive and time.monotonic() < deadline and not self.stopping.is_set():
@@ -123,7 +126,12 @@ class Host:
         self.stopping.set()
         for _, query in list(self.running):
             # The main thread may be inside a py4j call; stopping from another thread lets it return.
-            threading.Thread(target=query.stop, name="federator-stop", daemon=True).start()
+            self._stop(query)
+
+    def _stop(self, query: Any) -> None:
+        thread = threading.Thread(target=query.stop, name="federator-stop", daemon=True)
+        self.stoppers.append(thread)
+        thread.start()
 
     def _fail(self, config: TaskConfig, err: BaseException) -> None:
         logger.error("%s%s", failed_marker(config.namespace, config.name), summary(err))

@@ -47,65 +47,109 @@ DROP_REASONS = {
 }
 
 
-def record_batch(
-    path: str, *, task: str, namespace: str, batch_id: int, reports: list[Any], targets: list[str]
-) -> dict[str, Any]:
-    """Fold one batch's task reports into the status file (atomically replaced) and return it."""
-    status = read_status(path)
-    now = time.time()
-    per_target = status.get("targets", {})
-    for name in targets:
-        per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})
-    events_in = replay_skipped = 0
-    dropped: dict[str, int] = status.get("eventsDropped", {})
-    last_enqueued: float | None = status.get("lastEnqueuedEpoch")
-    partitions: dict[str, dict[str, Any]] = status.get("partitions", {})
-    started = now
+def summarize(reports: list[Any], targets: list[str]) -> dict[str, Any]:
+    """One batch's task reports as the counts the status file folds in (JSON: the commit record keeps it,
+    so a batch whose record exists can still be counted after a crash)."""
+    out = dict.fromkeys(targets, 0)
+    dead_lettered = dict.fromkeys(targets, 0)
+    dropped = dict.fromkeys(DROP_REASONS, 0)
+    steps: dict[str, float] = {}
+    partitions: dict[str, dict[str, Any]] = {}
+    summary: dict[str, Any] = {
+        "eventsIn": 0,
+        "replaySkipped": 0,
+        "lastEnqueued": None,
+        "started": time.time(),
+    }
     for report in reports:
         if report is None:
             continue
-        events_in += report.events_in
-        replay_skipped += report.replay_skipped
-        started = min(started, report.started)
+        summary["eventsIn"] += report.events_in
+        summary["replaySkipped"] += report.replay_skipped
+        summary["started"] = min(summary["started"], report.started)
         for name, count in report.out.items():
-            per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})["eventsOut"] += count
+            out[name] = out.get(name, 0) + count
         for name, count in report.dead_lettered.items():
-            per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})["deadLettered"] += count
+            dead_lettered[name] = dead_lettered.get(name, 0) + count
         for reason, attribute in DROP_REASONS.items():
-            dropped[reason] = dropped.get(reason, 0) + getattr(report, attribute)
+            dropped[reason] += getattr(report, attribute)
         if report.last_enqueued is not None:
-            last_enqueued = max(last_enqueued or 0.0, report.last_enqueued)
-        _fold_position(partitions, report)
+            summary["lastEnqueued"] = max(summary["lastEnqueued"] or 0.0, report.last_enqueued)
+        for step, seconds in report.steps.items():  # the batch waits for its slowest task
+            steps[step] = max(steps.get(step, 0.0), seconds)
+        if report.handled_sequence is not None and report.source_partition is not None:
+            position = {"sequence": report.handled_sequence, "enqueuedEpoch": report.handled_enqueued}
+            _keep_later(partitions, report.source_partition, position)
+    return {
+        **summary,
+        "out": out,
+        "deadLettered": dead_lettered,
+        "dropped": dropped,
+        "steps": steps,
+        "partitions": partitions,
+    }
+
+
+def fold(
+    path: str, *, task: str, namespace: str, batch_id: int, summary: dict[str, Any], query: str | None = None
+) -> dict[str, Any]:
+    """Fold one batch's summary into the status file (replaced whole and durably) and return it.
+    ``query`` names the query's state (a FailoverGroup member's, when the task follows one): the batch it
+    folded last is not folded again (a replay after a crash between its commit record and this fold)."""
+    status = read_status(path)
+    folded = status.get("lastBatch") or {}
+    if query is not None and folded == {"query": query, "batchId": batch_id}:
+        logger.info("batch %d: counted before a crash, not counted again", batch_id)
+        return status
+    now = time.time()
+    per_target = status.get("targets", {})
+    for name in {**summary["out"], **summary["deadLettered"]}:
+        counts = per_target.setdefault(name, {"eventsOut": 0, "deadLettered": 0})
+        counts["eventsOut"] += summary["out"].get(name, 0)
+        counts["deadLettered"] += summary["deadLettered"].get(name, 0)
+    dropped: dict[str, int] = status.get("eventsDropped", {})
+    for reason, count in summary["dropped"].items():
+        dropped[reason] = dropped.get(reason, 0) + count
+    last_enqueued = status.get("lastEnqueuedEpoch")
+    if summary["lastEnqueued"] is not None:
+        last_enqueued = max(last_enqueued or 0.0, summary["lastEnqueued"])
+    step_seconds: dict[str, float] = status.get("stepSeconds", {})
+    for step, seconds in summary["steps"].items():
+        step_seconds[step] = round(step_seconds.get(step, 0.0) + seconds, 6)
+    partitions: dict[str, dict[str, Any]] = status.get("partitions", {})
+    for partition, position in summary.get("partitions", {}).items():
+        _keep_later(partitions, partition, position)
     status.update(
         {
             "task": task,
             "namespace": namespace,
             "lastBatchId": batch_id,
+            "lastBatch": {"query": query, "batchId": batch_id},
             "lastBatchTime": iso_epoch(now),
-            "batchDurationSeconds": round(now - started, 3),
-            "eventsIn": status.get("eventsIn", 0) + events_in,
+            "batchDurationSeconds": round(now - summary["started"], 3),
+            "eventsIn": status.get("eventsIn", 0) + summary["eventsIn"],
             # Written by an attempt of a batch that crashed, found at the targets by its replay: counted in
             # eventsOut once, as they were written once.
-            "replaySkipped": status.get("replaySkipped", 0) + replay_skipped,
+            "replaySkipped": status.get("replaySkipped", 0) + summary["replaySkipped"],
             "targets": per_target,
             "eventsDropped": dropped,
             "lastEnqueuedEpoch": last_enqueued,
             "replicationLagSeconds": round(now - last_enqueued, 3) if last_enqueued else None,
             "partitions": partitions,
+            # Where the batches' time went (seconds summed over `stepBatches`; per batch, its slowest task's).
+            "stepSeconds": step_seconds,
+            "stepBatches": status.get("stepBatches", 0) + 1,
         }
     )
-    write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True))
+    write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True), durable=True)
     return status
 
 
-def _fold_position(partitions: dict[str, dict[str, Any]], report: Any) -> None:
+def _keep_later(partitions: dict[str, dict[str, Any]], partition: str, position: dict[str, Any]) -> None:
     """Per source partition, the last event read: sequence number and source enqueue time."""
-    sequence = getattr(report, "handled_sequence", None)
-    if sequence is None or report.source_partition is None:
-        return
-    known = partitions.get(report.source_partition)
-    if known is None or sequence > known["sequence"]:
-        partitions[report.source_partition] = {"sequence": sequence, "enqueuedEpoch": report.handled_enqueued}
+    known = partitions.get(partition)
+    if known is None or position["sequence"] > known["sequence"]:
+        partitions[partition] = position
 
 
 def iso_epoch(epoch: float) -> str:

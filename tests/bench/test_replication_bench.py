@@ -1,5 +1,6 @@
-"""The replication benchmark runs end to end with tiny numbers: its summary line has every figure and
-both copies arrived complete. Timings are not checked (a shared CI machine makes them noise)."""
+"""The replication benchmark runs end to end with tiny numbers: its summary line has every figure, for
+both delivery modes, and every copy arrived complete. Timings are not checked (a shared CI machine makes
+them noise)."""
 
 from __future__ import annotations
 
@@ -38,15 +39,25 @@ def test_a_tiny_run_copies_every_event_once_both_ways_and_reports_every_figure()
     assert run.returncode == 0, run.stderr[-3000:]
     summary = json.loads(run.stdout.strip().splitlines()[-1])
 
+    modes = {"at_least_once", "effectively_once"}
     assert summary["events"] == 400
-    assert summary["sdk_target_count"] == summary["spark_target_count"] == 400
+    assert summary["sdk_target_count"] == 400
+    assert summary["spark_target_count"] == dict.fromkeys(modes, 400)
     assert summary["counts_match"] is True
-    for figure in ("sdk_events_per_s", "spark_events_per_s", "ratio", "sdk_seconds", "spark_seconds"):
-        assert summary[figure] > 0, figure
-    before, after = summary["sdk_runs_events_per_s"]  # the baseline brackets the Spark run
+    assert summary["sdk_events_per_s"] > 0 and summary["sdk_seconds"] > 0
+    for figure in ("spark_events_per_s", "ratio", "spark_seconds"):
+        assert set(summary[figure]) == modes and all(v > 0 for v in summary[figure].values()), figure
+    assert summary["effectively_once_over_at_least_once"] > 0
+    before, after = summary["sdk_runs_events_per_s"]  # the baseline brackets the Spark runs
     assert before > 0 and after > 0
-    latency = summary["latency"]
-    assert latency["received"] == latency["sent"] > latency["measured_events"] > 0
-    assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
+    assert set(summary["latency"]) == modes
+    for mode, latency in summary["latency"].items():
+        assert latency["received"] == latency["sent"] > latency["measured_events"] > 0, mode
+        assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"], mode
+        assert latency["batch_ms_p50"]["triggerExecution"] > 0, mode  # where a batch's time goes
+        assert latency["federator_ms_per_batch"]["batches"] > 0, mode
+    assert "intent" in summary["latency"]["effectively_once"]["federator_ms_per_batch"]
+    assert "intent" not in summary["latency"]["at_least_once"]["federator_ms_per_batch"]
     assert summary["peak_rss_mb"]["jvm"] > 0 and summary["peak_rss_mb"]["python_workers"] > 0
-    assert set(summary["cpu_s"]) == set(summary["emulator_cpu_s"]) == {"sdk", "spark"}
+    assert set(summary["cpu_us_per_event"]) == set(summary["emulator_cpu_us_per_event"]) == {"sdk", *modes}
+    assert set(summary["load_average"]) == {"start", "throughput", "latency"}

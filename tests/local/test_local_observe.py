@@ -3,12 +3,15 @@ demo counts a target (loss, duplicates, order, lag)."""
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 from federator import reasons
-from federator.local.observe import LogWatch, app_row
+from federator.local.observe import LogWatch, app_row, read_status
 from federator.local.tally import Received, tally
 from federator.local.traffic import SentEvent, event_id
+from federator_contract import appstatus
 from federator_contract.applog import failed_marker, started_marker
 
 STATUS = {
@@ -87,6 +90,46 @@ def test_in_a_shared_application_a_failed_query_stalls_its_task_only(tmp_path: P
     assert (running.condition, running.reason) == ("Ready", reasons.RUNNING)
 
 
+def test_a_running_app_that_retries_a_target_says_so_with_the_brokers_words_and_a_growing_lag(
+    tmp_path: Path,
+) -> None:
+    status_file = tmp_path / "status.json"
+    status_file.write_text(json.dumps({**STATUS, "lastEnqueuedEpoch": time.time() - 80}))
+    words = "ConnectError: Failed to initiate the connection due to exception: Connection refused"
+    appstatus.report_outage(
+        status_file, "target", "replica", "TargetUnavailable", words, now=time.time() - 42
+    )
+    log = watch(tmp_path, "INFO federator_spark.pipeline: task default/t started (query 42)\n")
+
+    row = app_row("default/t", exit_code=None, stop_requested=False, log=log, status=read_status(status_file))
+
+    assert (row.condition, row.reason) == ("Reconciling", reasons.TARGET_UNAVAILABLE)
+    assert row.message == f"target replica for 42 s: {words}"
+    assert row.lag_seconds is not None and row.lag_seconds >= 80  # since the last replicated event
+    assert row.replicated == 10
+
+
+def test_an_app_whose_target_refused_it_is_stalled_with_that_reason(tmp_path: Path) -> None:
+    status_file = tmp_path / "status.json"
+    words = "AuthenticationError: CBS Token authentication failed."
+    appstatus.report_outage(status_file, "target", "replica", "TargetAuthRefused", words)
+    log = watch(tmp_path, "EndpointRefusedError: TargetAuthRefused: sending to orders: target replica\n")
+
+    row = app_row("default/t", exit_code=1, stop_requested=False, log=log, status=read_status(status_file))
+
+    assert (row.condition, row.reason) == ("Stalled", reasons.TARGET_AUTH_REFUSED)
+    assert row.message.startswith(f"target replica: {words}")
+
+
+def test_an_outage_nobody_refreshed_for_minutes_is_forgotten(tmp_path: Path) -> None:
+    status_file = tmp_path / "status.json"
+    appstatus.report_outage(
+        status_file, "source", "orders", "SourceUnavailable", "gone", now=time.time() - 3600
+    )
+
+    assert "unavailable" not in read_status(status_file)
+
+
 def test_the_log_is_followed_across_partial_writes(tmp_path: Path) -> None:
     log = watch(tmp_path, "INFO task default/t sta")
     assert not log.started
@@ -130,3 +173,19 @@ def test_the_tally_of_a_routed_target_expects_only_what_matches() -> None:
     result = tally(events, [received("a", 0, 100.2), received("a", 1, 101.2)], lambda e: e.priority == "high")
 
     assert (result.expected, result.replicated, result.lost, result.unexpected) == (1, 1, 0, 1)
+
+
+def test_the_lag_of_events_sent_while_the_app_warmed_up_is_reported_apart() -> None:
+    events = sent(("a", 0), ("a", 1), ("a", 2), ("a", 3))  # sent at 100, 101, 102, 103
+    at_target = [
+        received("a", 0, 108.0),
+        received("a", 1, 108.5),
+        received("a", 2, 102.3),
+        received("a", 3, 103.4),
+    ]
+
+    result = tally(events, at_target, lambda e: True, warm_from=102.0)
+
+    assert (result.lag_p50_seconds, result.lag_p99_seconds) == (0.3, 0.4)  # once warm
+    assert (result.startup_lag_p50_seconds, result.startup_lag_p99_seconds) == (7.5, 8.0)
+    assert result.lost == 0

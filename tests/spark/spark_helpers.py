@@ -103,7 +103,6 @@ def task_config(
         "spec": spec,
         "checkpointLocation": f"file://{checkpoint}",
         "secretEnv": {},
-        "metricsPort": 9464,
         "emulatorConnectionFiles": connection_files(tmp_path / "connections", emulator, namespaces),
         "statusFile": str(tmp_path / f"status-{name}.json"),
     }
@@ -127,12 +126,23 @@ def run_task(spark: Any, raw: dict[str, Any]) -> Any:
 REPLICATE = Path(__file__).resolve().parents[2] / "spark-apps" / "replicate.py"
 
 
-def start_app(config_path: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    env = {
+def start_app(
+    config_path: Path, log: Path, *extra: str, env: dict[str, str] | None = None, master: str = "local[2]"
+) -> subprocess.Popen[bytes]:
+    """``replicate.py`` in a session of its own (kill its process group to crash it whole); Spark's and
+    Python's temporary files under ``log``'s folder."""
+    temporary = log.parent / "tmp"
+    temporary.mkdir(exist_ok=True)
+    environment = {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
+        "TMPDIR": str(temporary),
+        "PYSPARK_SUBMIT_ARGS": f"--conf spark.local.dir={temporary} "
+        f"--conf spark.driver.extraJavaOptions=-Djava.io.tmpdir={temporary} "
+        "--conf spark.ui.showConsoleProgress=false pyspark-shell",
+        **(env or {}),
     }
     with log.open("ab") as output:
         return subprocess.Popen(
@@ -142,11 +152,11 @@ def start_app(config_path: Path, log: Path, *extra: str) -> subprocess.Popen[byt
                 "--task-config",
                 str(config_path),
                 "--master",
-                "local[2]",
+                master,
                 *extra,
             ],
             stdout=output,
             stderr=subprocess.STDOUT,
-            env=env,
+            env=environment,
             start_new_session=True,
         )

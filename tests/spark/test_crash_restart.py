@@ -1,5 +1,7 @@
 """Crash and restart: the replication app (`replicate.py` in its own process group) is killed with
-SIGKILL mid-stream, restarted from its checkpoint, and the target is counted for loss and duplicates."""
+SIGKILL mid-stream, or at each step of its write protocol (`federator_spark.failpoints`), restarted from
+its checkpoint, and the target is counted for loss and duplicates; the status file's counts must still
+add up (every event read is written or dropped for a stated reason, and counted once)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ import pytest
 from azure.eventhub import EventHubProducerClient
 from spark_helpers import eh_endpoint, prop, read_all, send, start_app, task_config
 
-pytestmark = pytest.mark.slow
+from federator_contract.appstatus import read_status
+from federator_spark.failpoints import POINTS, VARIABLE
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 CONFIG = {
     "namespaces": [
@@ -36,7 +41,8 @@ def target_count(cs: str) -> int:
         )
 
 
-def crash_and_restart(emulator: Any, tmp_path: Path, effectively_once: bool) -> Counter[str]:
+def prepare(emulator: Any, tmp_path: Path, effectively_once: bool) -> Path:
+    """Load the source and write the task config; returns its path."""
     cs = emulator.connection_string("ns1")
     send(cs, "src", [{"body": f"e{i}", "key": f"k{i % 7}"} for i in range(EVENTS)])
     spec = {
@@ -47,28 +53,37 @@ def crash_and_restart(emulator: Any, tmp_path: Path, effectively_once: bool) -> 
     }
     config_path = tmp_path / "task.json"
     config_path.write_text(json.dumps(task_config(tmp_path, emulator, spec)))
-    log = tmp_path / "replicate.log"
+    return config_path
 
+
+def kill_after(emulator: Any, config_path: Path, log: Path, written: int) -> None:
+    """Run the app until the target holds at least ``written`` events, then SIGKILL its process group."""
+    cs = emulator.connection_string("ns1")
     app = start_app(config_path, log)
     try:
-        deadline = time.monotonic() + 120
-        while target_count(cs) < EVENTS // 4:
+        deadline = time.monotonic() + 300
+        while target_count(cs) < written:
             assert app.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() < deadline, "no progress before the crash"
             time.sleep(0.1)
     finally:
         os.killpg(app.pid, signal.SIGKILL)  # the driver, its JVM and everything in its session
         app.wait()
-    written_at_crash = target_count(cs)
-    assert written_at_crash < EVENTS, "the crash came after the end of the stream"
+    assert target_count(cs) < EVENTS, "the crash came after the end of the stream"
 
+
+def finish(config_path: Path, log: Path) -> None:
     restarted = start_app(config_path, log, "--available-now")
     try:
-        assert restarted.wait(timeout=180) == 0, log.read_text()[-3000:]
+        assert restarted.wait(timeout=300) == 0, log.read_text()[-3000:]
     finally:
         if restarted.poll() is None:
             os.killpg(restarted.pid, signal.SIGKILL)
             restarted.wait()
+
+
+def copies(emulator: Any) -> Counter[str]:
+    cs = emulator.connection_string("ns1")
     return Counter(prop(e, "repl-source-id") for events in read_all(cs, "dst").values() for e in events)
 
 
@@ -80,19 +95,58 @@ def source_ids(emulator: Any) -> set[str]:
     }
 
 
-def test_effectively_once_target_holds_every_event_exactly_once_after_a_kill(emulator_factory, tmp_path):
+def assert_exactly_once(emulator: Any) -> None:
+    found = copies(emulator)
+    assert set(found) == source_ids(emulator)  # nothing lost
+    assert [identity for identity, count in found.items() if count > 1] == []  # nothing twice
+
+
+def assert_counted_once(tmp_path: Path) -> None:
+    status = read_status(tmp_path / "status-task.json")
+    written = status["targets"]["dst"]["eventsOut"]
+    assert status["eventsIn"] == written + sum(status["eventsDropped"].values())
+    assert (status["eventsIn"], written) == (EVENTS, EVENTS)
+
+
+def test_effectively_once_target_holds_every_event_exactly_once_after_kills(emulator_factory, tmp_path):
     emulator = emulator_factory(CONFIG)
+    config_path, log = prepare(emulator, tmp_path, effectively_once=True), tmp_path / "replicate.log"
 
-    copies = crash_and_restart(emulator, tmp_path, effectively_once=True)
+    kill_after(emulator, config_path, log, EVENTS // 4)
+    kill_after(emulator, config_path, log, EVENTS // 2)
+    finish(config_path, log)
 
-    assert set(copies) == source_ids(emulator)  # nothing lost
-    assert [identity for identity, count in copies.items() if count > 1] == []  # nothing twice
+    assert_exactly_once(emulator)
+    assert_counted_once(tmp_path)
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_crash_at_each_step_of_the_write_protocol_loses_and_repeats_nothing(
+    emulator_factory, tmp_path, point
+):
+    emulator = emulator_factory(CONFIG)
+    config_path, log = prepare(emulator, tmp_path, effectively_once=True), tmp_path / "replicate.log"
+    crashing = start_app(config_path, log, "--available-now", env={VARIABLE: f"{point}:1"})
+    try:
+        assert crashing.wait(timeout=300) == -signal.SIGKILL, log.read_text()[-3000:]
+    finally:
+        if crashing.poll() is None:
+            os.killpg(crashing.pid, signal.SIGKILL)
+            crashing.wait()
+
+    finish(config_path, log)
+
+    assert_exactly_once(emulator)
+    assert_counted_once(tmp_path)
 
 
 def test_at_least_once_loses_nothing_and_duplicates_at_most_one_batch(emulator_factory, tmp_path):
     emulator = emulator_factory(CONFIG)
+    config_path, log = prepare(emulator, tmp_path, effectively_once=False), tmp_path / "replicate.log"
 
-    copies = crash_and_restart(emulator, tmp_path, effectively_once=False)
+    kill_after(emulator, config_path, log, EVENTS // 4)
+    finish(config_path, log)
 
-    assert set(copies) == source_ids(emulator)
-    assert sum(count - 1 for count in copies.values()) <= PER_TRIGGER
+    found = copies(emulator)
+    assert set(found) == source_ids(emulator)
+    assert sum(count - 1 for count in found.values()) <= PER_TRIGGER

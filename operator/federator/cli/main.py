@@ -200,6 +200,12 @@ def run(
 def demo(
     duration: Annotated[float, typer.Option("--duration", help="Seconds of generated traffic.", min=1)] = 60,
     rate: Annotated[float, typer.Option("--rate", help="Events per second.", min=1)] = 200,
+    warmup: Annotated[
+        float,
+        typer.Option(
+            "--warmup", help="Seconds of traffic first, while the app warms up (lag reported apart).", min=0
+        ),
+    ] = 20,
     drain_timeout: Annotated[
         float, typer.Option("--drain-timeout", help="Seconds to wait for the tail to be replicated.", min=1)
     ] = 120,
@@ -220,6 +226,7 @@ def demo(
             drain_timeout=drain_timeout,
             summary_json=summary_json,
             out=output_console(),
+            warmup=warmup,
         )
     except RunError as problem:
         err.print(f"[red]{escape(str(problem))}[/]")

@@ -2,15 +2,23 @@
 federator_spark`, as in a cluster), except the tasks a mirror generates: they share one application
 (`python -m federator_spark.host`, one query each), since every JVM costs its own background work
 and a mirror's tasks share their settings. An application is started again (`restart`) when its tasks
-change: a followed group switched, or a mirror's further pair became ready."""
+change: a followed group switched, or a mirror's further pair became ready; and, as a cluster's restart
+policy would, when it ended by itself, after a pause that doubles with each failure in a row
+(`crash_restart_delay`).
+
+Spark's and Python's temporary files (`spark-*`, `blockmgr-*`, `artifacts-*`, `liblz4-java-*.so`) go to
+the application's own `tmp/` beside its log, emptied before each start: nothing of a run is left in
+`/tmp`, even after a kill."""
 
 from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +53,10 @@ class SparkApp:
     """Started once the process has stopped: the tasks planned again."""
     reason: str = field(default="")
     """Why it restarts, for the view."""
+    failures: int = 0
+    """Times in a row it ended by itself (the restart before this one included)."""
+    restart_at: float | None = None
+    """It ended by itself: when (time.monotonic()) it starts again."""
 
     def rows(self, state: StateDir) -> list[TaskRow]:
         rows = []
@@ -56,16 +68,43 @@ class SparkApp:
                     TaskRow(task.key, "Reconciling", reasons.SPARK_APPLICATION_RESTARTING, self.reason)
                 )
                 continue
-            rows.append(
-                app_row(
-                    task.key,
-                    exit_code=self.process.exit_code(),
-                    stop_requested=self.process.stop_requested,
-                    log=log,
-                    status=read_status(state.status_file(task.namespace, task.name)),
-                )
+            row = app_row(
+                task.key,
+                exit_code=self.process.exit_code(),
+                stop_requested=self.process.stop_requested,
+                log=log,
+                status=read_status(state.status_file(task.namespace, task.name)),
             )
+            rows.append(self._restarting(row) if self.restart_at is not None else row)
         return rows
+
+    def _restarting(self, failed: TaskRow) -> TaskRow:
+        """A failed task's row while its application waits to start again: still Stalled when it was
+        refused (a human must act), else restarting."""
+        assert self.restart_at is not None
+        pause = max(0.0, self.restart_at - time.monotonic())
+        message = f"{failed.message}; starting again in {pause:.0f} s (failure {self.failures} in a row)"
+        if failed.condition == "Stalled" and failed.reason != reasons.SPARK_APPLICATION_FAILED:
+            return replace(failed, message=message)
+        return replace(
+            failed, condition="Reconciling", reason=reasons.SPARK_APPLICATION_RESTARTING, message=message
+        )
+
+    def ended_by_itself(self) -> bool:
+        return (
+            self.restart is None and not self.process.stop_requested and self.process.exit_code() is not None
+        )
+
+
+FIRST_RESTART_SECONDS = 10.0
+LONGEST_RESTART_SECONDS = 300.0
+HEALTHY_SECONDS = 600.0
+"""An application that ran this long before it ended starts its count of failures again."""
+
+
+def crash_restart_delay(failures: int) -> float:
+    """The pause before starting an application again after its ``failures``-th failure in a row."""
+    return float(min(LONGEST_RESTART_SECONDS, FIRST_RESTART_SECONDS * 2 ** max(0, failures - 1)))
 
 
 def launch(
@@ -100,7 +139,11 @@ def launch(
         )
         for t in tasks
     }
-    process = spawn(name, [*argv, "--master", "local[2]"], app_environment(tasks, environ), log_path)
+    temporary = log_path.parent / "tmp"
+    shutil.rmtree(temporary, ignore_errors=True)  # a killed run's leftovers
+    temporary.mkdir(parents=True)
+    environment = app_environment(tasks, environ, temporary)
+    process = spawn(name, [*argv, "--master", "local[2]"], environment, log_path)
     return SparkApp(name, process, list(tasks), logs)
 
 
@@ -117,9 +160,15 @@ def write_emulator_connections(state: StateDir, ready: Mapping[str, Any]) -> dic
     return files
 
 
-def app_environment(tasks: Sequence[TaskRun], environ: Mapping[str, str]) -> dict[str, str]:
-    """The tasks' secrets, their Spark settings (a mirror's tasks share theirs), and Python for PySpark."""
-    settings = {**LOCAL_SPARK_CONF, **{k: v for t in tasks for k, v in t.spark_conf.items()}}
+def app_environment(tasks: Sequence[TaskRun], environ: Mapping[str, str], temporary: Path) -> dict[str, str]:
+    """The tasks' secrets, their Spark settings (a mirror's tasks share theirs), Python for PySpark, and
+    ``temporary`` for every temporary file (the JVM's, Spark's and Python's)."""
+    settings = {
+        **LOCAL_SPARK_CONF,
+        "spark.local.dir": str(temporary),
+        "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={temporary}",
+        **{k: v for t in tasks for k, v in t.spark_conf.items()},
+    }
     conf = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in sorted(settings.items()))
     python = sys.executable
     return {
@@ -131,4 +180,5 @@ def app_environment(tasks: Sequence[TaskRun], environ: Mapping[str, str]) -> dic
         "SPARK_LOCAL_IP": environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
         "SPARK_AUTH_SOCKET_TIMEOUT": environ.get("SPARK_AUTH_SOCKET_TIMEOUT", PYTHON_WORKER_CONNECT_SECONDS),
         "PYTHONUNBUFFERED": "1",
+        "TMPDIR": str(temporary),
     }

@@ -3,8 +3,8 @@ every batch, turned into the conditions a cluster would show (Ready / Reconcilin
 
 from __future__ import annotations
 
-import json
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +13,7 @@ from typing import Any, Literal
 from federator import reasons
 from federator.local.model import BlockedTask
 from federator.status import conditions as cond
+from federator_contract import appstatus
 
 Condition = Literal["Ready", "Reconciling", "Stalled"]
 
@@ -70,12 +71,9 @@ class LogWatch:
 
 
 def read_status(path: Path) -> dict[str, Any]:
-    """The app's status file (`federator_spark.metrics`); empty before its first batch."""
-    try:
-        status: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
-    return status
+    """The app's status file with the outages its processes report (`federator_contract.appstatus`); empty
+    before its first batch."""
+    return appstatus.read_status(path)
 
 
 def blocked_row(task: BlockedTask) -> TaskRow:
@@ -98,10 +96,19 @@ def app_row(
         "lag_seconds": status.get("replicationLagSeconds"),
         "last_batch": status.get("lastBatchTime"),
     }
+    refused = [o for o in status.get("unavailable", []) if o["reason"] in appstatus.REFUSED.values()]
+    if refused and (exit_code is not None or log.failure is not None):
+        outage = refused[0]
+        message = f"{outage['role']} {outage['endpoint']}: {outage['message']} (log: {log.path})"
+        return TaskRow(key, "Stalled", outage["reason"], message, **figures)
     if log.failure is not None:
         message = f"its query failed: {log.failure} (log: {log.path})"
         return TaskRow(key, "Stalled", reasons.SPARK_APPLICATION_FAILED, message, **figures)
     if exit_code is None and log.started:
+        for outage in status.get("unavailable", []):  # retried by the app: the lag grows meanwhile
+            since = time.time() - float(outage["since"])
+            message = f"{outage['role']} {outage['endpoint']} for {since:.0f} s: {outage['message']}"
+            return TaskRow(key, "Reconciling", outage["reason"], message, **figures)
         return TaskRow(key, "Ready", reasons.RUNNING, "the streaming query runs", **figures)
     if exit_code is None:
         return TaskRow(

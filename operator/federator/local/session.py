@@ -1,7 +1,9 @@
 """The processes of one local plan: the emulator (when a task points at it), the controllers of mirrors
 and failover groups (local/controller.py), and one Spark application per task, started in that order and
 stopped in the reverse one. A mirror's task starts once its pair is provisioned; a task that follows a
-failover group starts with the member the group chose, and restarts with the new one after a switch."""
+failover group starts with the member the group chose, and restarts with the new one after a switch; an
+application that ends by itself starts again after a growing pause, as a cluster's restart policy
+would."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from federator import plainyaml, reasons
-from federator.local.apps import SparkApp, launch
+from federator.local.apps import HEALTHY_SECONDS, SparkApp, crash_restart_delay, launch
 from federator.local.azurite import AzuriteNotFound, RunningAzurite, start_azurite
 from federator.local.controller import Controller
 from federator.local.emulator import with_ports
@@ -118,6 +120,20 @@ class LocalSession:
         for index, app in enumerate(self.apps):
             if app.restart is not None and app.process.exit_code() is not None:
                 self.apps[index] = launch(app.restart, self.state, self.environ, self.ready)
+            elif app.ended_by_itself():
+                self._after_failure(index, app)
+
+    def _after_failure(self, index: int, app: SparkApp) -> None:
+        """Schedule the start of an application that ended by itself; start it once its pause is over."""
+        now = time.monotonic()
+        if app.restart_at is None:
+            healthy = now - app.process.started_at >= HEALTHY_SECONDS
+            app.failures = 1 if healthy else app.failures + 1
+            app.restart_at = now + crash_restart_delay(app.failures)
+        elif now >= app.restart_at:
+            restarted = launch(app.tasks, self.state, self.environ, self.ready)
+            restarted.failures = app.failures
+            self.apps[index] = restarted
 
     def _restart(self, app: SparkApp, tasks: list[TaskRun], why: str) -> None:
         app.restart, app.reason = tasks, f"{why}: restarting"
@@ -218,14 +234,20 @@ class LocalSession:
     def running(self) -> bool:
         """Whether anything is left to supervise."""
         if self.apps or self.pending or self.following:
-            alive = any(a.process.exit_code() is None or a.restart is not None for a in self.apps)
+            alive = any(
+                a.process.exit_code() is None or a.restart is not None or a.restart_at is not None
+                for a in self.apps
+            )
             return alive or bool(self.pending) or any(f.key in self.waiting for f in self.following)
         return self.emulator is not None and self.emulator.exit_code() is None
 
     @property
     def failed(self) -> bool:
-        """A task could not run or its app ended on its own, or a mirror or group is stalled."""
-        return any(n.failed for n in self.plan.notes) or any(r.condition == "Stalled" for r in self.rows())
+        """A task could not run or its app ended on its own (and waits to start again), or a mirror or group
+        is stalled."""
+        if any(n.failed for n in self.plan.notes) or any(a.restart_at is not None for a in self.apps):
+            return True
+        return any(r.condition == "Stalled" for r in self.rows())
 
     def caption(self) -> list[str]:
         """Where things are: the emulator's endpoints, the state dir."""

@@ -37,7 +37,12 @@ class TargetTally:
     out_of_order: int
     """Events found after a later event of the same key."""
     lag_p50_seconds: float | None
+    """Send → target enqueue, of the events sent once the application was warm (steady state)."""
     lag_p99_seconds: float | None
+    startup_lag_p50_seconds: float | None = None
+    """The same for the events sent while it warmed up (its first batches: Python workers starting,
+    receivers and producers opening)."""
+    startup_lag_p99_seconds: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,14 +118,19 @@ def _received(event: EventData) -> Received:
 
 
 def tally(
-    sent: Mapping[str, SentEvent], received: Iterable[Received], expected: Callable[[SentEvent], bool]
+    sent: Mapping[str, SentEvent],
+    received: Iterable[Received],
+    expected: Callable[[SentEvent], bool],
+    warm_from: float = 0.0,
 ) -> TargetTally:
-    """Compare what a target holds (in partition and sequence order) with the sent events it should."""
+    """Compare what a target holds (in partition and sequence order) with the sent events it should; lags
+    of events sent before ``warm_from`` (epoch seconds) are the start-up's."""
     wanted = {i for i, e in sent.items() if expected(e)}
     seen: set[str] = set()
     duplicated = unexpected = out_of_order = 0
     newest: dict[str, int] = {}
     lags: list[float] = []
+    startup: list[float] = []
     for event in received:
         if event.id is None or event.id not in wanted:
             unexpected += 1
@@ -133,8 +143,9 @@ def tally(
         if origin.seq < newest.get(origin.key, -1):
             out_of_order += 1
         newest[origin.key] = max(origin.seq, newest.get(origin.key, -1))
-        lags.append(event.enqueued_epoch - origin.sent_at)
+        (lags if origin.sent_at >= warm_from else startup).append(event.enqueued_epoch - origin.sent_at)
     lags.sort()
+    startup.sort()
     return TargetTally(
         expected=len(wanted),
         replicated=len(seen),
@@ -144,6 +155,8 @@ def tally(
         out_of_order=out_of_order,
         lag_p50_seconds=_percentile(lags, 0.50),
         lag_p99_seconds=_percentile(lags, 0.99),
+        startup_lag_p50_seconds=_percentile(startup, 0.50),
+        startup_lag_p99_seconds=_percentile(startup, 0.99),
     )
 
 

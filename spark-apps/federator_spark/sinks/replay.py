@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,8 @@ class ReplayGuard:
         self.hubs = {name: t for name, t in plan.endpoints.items() if t.kind == "eventHub"}
         self.published: dict[str, set[int]] = {}
         self.tails: dict[str, Tails] = {}
+        # Time spent: making the intent (tail reads, fsync), sends waiting for it, reading back.
+        self.seconds = {"intent": 0.0, "intentWait": 0.0, "readBack": 0.0}
         self._intents = Intents(plan.state_dir)
         self._armed = threading.Event()
         self._error: BaseException | None = None
@@ -95,6 +98,7 @@ class ReplayGuard:
             threading.Thread(target=self._arm, daemon=True, name=f"intent-{self.partition}").start()
 
     def _arm(self) -> None:
+        started = time.perf_counter()
         try:
             self.tails = {name: self._destination_tails(name, target) for name, target in self.hubs.items()}
             self._intents.write(self.partition, self.batch_id, self.tails)
@@ -102,6 +106,7 @@ class ReplayGuard:
         except BaseException as error:  # the first send raises it
             self._error = error
         finally:
+            self.seconds["intent"] = time.perf_counter() - started
             self._armed.set()
 
     def _destination_tails(self, name: str, target: TargetPlan) -> Tails:
@@ -118,7 +123,10 @@ class ReplayGuard:
 
     def wait_armed(self) -> None:
         """Returns once the intent is durable (raises what kept it from being written)."""
-        self._armed.wait()
+        if not self._armed.is_set():
+            waiting = time.perf_counter()
+            self._armed.wait()
+            self.seconds["intentWait"] += time.perf_counter() - waiting
         if self._error is not None:
             raise self._error
 
@@ -131,11 +139,15 @@ class ReplayGuard:
         if partition is not None:
             tails = {p: s for p, s in tails.items() if p == partition}
         target = self.hubs[name]
-        return retrying(
-            lambda: published_sequences(target, tails, self.prefix),
-            self._endpoint(name),
-            f"reading back {target.entity}",
-        )
+        started = time.perf_counter()
+        try:
+            return retrying(
+                lambda: published_sequences(target, tails, self.prefix),
+                self._endpoint(name),
+                f"reading back {target.entity}",
+            )
+        finally:
+            self.seconds["readBack"] += time.perf_counter() - started
 
     def _endpoint(self, name: str) -> Endpoint:
         return Endpoint("target", name, self.plan.status_file)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
 from federator_contract.checks.names import DEAD_LETTER_REASON_PROPERTY
-from federator_spark import failpoints, following, metrics
+from federator_spark import failpoints, following, logs, metrics
 from federator_spark.commits import RETAIN_FROM, CommitLog
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage
@@ -64,6 +64,7 @@ class TaskReport(WriterCommitMessage):
     # position in the source partition.
     handled_sequence: int | None = None
     handled_enqueued: float | None = None
+    steps: dict[str, float] = field(default_factory=dict)  # seconds spent per step (metrics.summarize)
     following: dict[str, Any] | None = None  # what the task handled, when the source follows a group
 
     @property
@@ -204,11 +205,27 @@ class _Task:
         self.report.last_enqueued = max(self.report.last_enqueued or 0.0, enqueued)
 
 
+def _add(steps: dict[str, float], step: str, seconds: float) -> None:
+    steps[step] = steps.get(step, 0.0) + seconds
+
+
+def _timed(events: Iterator[Event], steps: dict[str, float], step: str) -> Iterator[Event]:
+    """``events``, adding the time spent waiting for each to ``steps[step]``."""
+    while True:
+        waiting = time.perf_counter()
+        event = next(events, None)
+        _add(steps, step, time.perf_counter() - waiting)
+        if event is None:
+            return
+        yield event
+
+
 class ReplicationWriter(DataSourceStreamWriter):
     """Writes rows of events (:data:`~federator_spark.events.SCHEMA`), or, given ``slices``, rows of
     slices whose events it reads itself (:mod:`federator_spark.sources.eventhubs_slices`)."""
 
     def __init__(self, plan: WritePlan, slices: EventHubsSliceReader | None = None) -> None:
+        logs.configure()  # the driver's process that commits batches
         self.plan = plan
         self.slices = slices
 
@@ -224,6 +241,7 @@ class ReplicationWriter(DataSourceStreamWriter):
     def write(self, iterator: Iterator[Any]) -> TaskReports:
         from pyspark import TaskContext
 
+        logs.configure()  # an executor's Python worker
         context = TaskContext.get()
         batch_id = int(context.getLocalProperty("streaming.sql.batchId") or 0) if context else 0
         log = CommitLog(self.plan.state_dir) if self.plan.state_dir else None
@@ -231,12 +249,19 @@ class ReplicationWriter(DataSourceStreamWriter):
             # Every write of this batch succeeded before the crash; Spark just had not logged it.
             logger.info("batch %d already committed, skipping its replay", batch_id)
             return TaskReports([TaskReport(batch_already_committed=True)])
+        started = time.perf_counter()
         _open_ahead(self.plan)
-        partitions = self.events_by_partition(iterator)
-        return TaskReports([self._write(batch_id, events) for events in partitions])
+        steps: dict[str, float] = {}
+        reports = [self._write(batch_id, events, steps) for events in self.events_by_partition(iterator)]
+        if reports:  # the task's steps, once: the batch waits for its slowest task (metrics.summarize)
+            reports[0].steps = {**steps, "task": time.perf_counter() - started}
+        return TaskReports(reports)
 
-    def _write(self, batch_id: int, events: Iterator[Event]) -> TaskReport:
-        """Replicate one source partition's events of the batch."""
+    def _write(self, batch_id: int, source: Iterator[Event], steps: dict[str, float]) -> TaskReport:
+        """Replicate one source partition's events of the batch, adding the time of each step to
+        ``steps``: waiting for the source's events, for the targets to accept them (flush), and the
+        effectively-once guard's (``ReplayGuard.seconds``)."""
+        events = _timed(source, steps, "receive")
         report = TaskReport()
         task: _Task | None = None
         scope: TaskScope | None = None
@@ -247,8 +272,8 @@ class ReplicationWriter(DataSourceStreamWriter):
                 if task is None:  # the first event names the source partition
                     report.source_partition = event.partition
                     scope = TaskScope(event.partition, batch_id, self.plan.state_dir)
-                    steps = [editor.open(scope) for editor in self.plan.editors]
-                    task = _Task(self.plan, report, self._guard(batch_id, event), steps)
+                    editing = [editor.open(scope) for editor in self.plan.editors]
+                    task = _Task(self.plan, report, self._guard(batch_id, event), editing)
                     if self.plan.following is not None:
                         follower = following.open_task(self.plan.following, batch_id, event)
                 report.events_in += 1
@@ -256,8 +281,10 @@ class ReplicationWriter(DataSourceStreamWriter):
                     continue  # handled before a FailoverGroup switch
                 task.replicate(event)
             if task is not None and scope is not None:
+                flushing = time.perf_counter()
                 for publisher in task.publishers.values():
                     publisher.flush()
+                _add(steps, "flush", time.perf_counter() - flushing)
                 failpoints.reached("partition-published", batch_id)
                 scope.published()  # stateful editors save this batch's state only now
             if follower is not None:
@@ -269,6 +296,9 @@ class ReplicationWriter(DataSourceStreamWriter):
             if task is not None:
                 for publisher in task.publishers.values():
                     publisher.close()
+                if task.guard is not None:
+                    for step, seconds in task.guard.seconds.items():
+                        _add(steps, step, seconds)
         if task is not None and task.dropped > _LOGGED_DROPS:
             logger.warning(
                 "batch %d partition %s: %d rejected and %d undeliverable events dropped",
@@ -294,33 +324,44 @@ class ReplicationWriter(DataSourceStreamWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         plan = self.plan
         reports = [r for m in messages if isinstance(m, TaskReports) for r in m.reports]
-        if plan.state_dir is None:
-            self._record_status(batchId, reports)
-            return
-        log = CommitLog(plan.state_dir)
-        if log.exists(batchId):
-            logger.info("batch %d: commit record exists (replayed batch), not counted again", batchId)
-            return
-        previous = log.latest_before(batchId)
-        record: dict[str, Any] = {
-            "events": {name: sum(r.out.get(name, 0) for r in reports) for name in plan.targets}
-        }
+        summary = metrics.summarize(reports, list(plan.endpoints))
+        if plan.state_dir is not None:
+            log = CommitLog(plan.state_dir)
+            record = log.read(batchId)
+            if record is None:
+                summary = self._record(log, batchId, reports, summary)
+            else:  # a replay: the tasks skipped the batch; its counts are the record's
+                logger.info("batch %d: commit record exists (replayed batch)", batchId)
+                summary = record.get("summary") or summary
+        self._record_status(batchId, summary)
+        failpoints.reached("counted", batchId)
+
+    def _record(
+        self, log: CommitLog, batch_id: int, reports: list[TaskReport], summary: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Write the batch's commit record (its counts in it), prune the ones no restart needs; returns the
+        summary with the record's own cost."""
+        plan = self.plan
+        started = time.perf_counter()
+        previous = log.latest_before(batch_id)
+        record: dict[str, Any] = {"summary": summary}
         if plan.following is not None:
             handled = [r.following for r in reports if r.following is not None]
             record["following"] = following.fold(plan.following, previous, handled)
             skipped = sum(h["skipped"] for h in handled)
             if skipped:
-                logger.info("batch %d: %d events skipped, handled before a member switch", batchId, skipped)
-        replayed = sum(r.replay_skipped for r in reports)
-        if replayed:
+                logger.info("batch %d: %d events skipped, handled before a member switch", batch_id, skipped)
+        if summary["replaySkipped"]:
             logger.info(
-                "batch %d: %d events were at the targets already (sent before a crash)", batchId, replayed
+                "batch %d: %d events were at the targets already (sent before a crash)",
+                batch_id,
+                summary["replaySkipped"],
             )
-        retain = self._retain_from(log, batchId, previous, record)
-        log.write(batchId, {**record, RETAIN_FROM: retain})
-        failpoints.reached("recorded", batchId)
+        retain = self._retain_from(log, batch_id, previous, record)
+        log.write(batch_id, {**record, RETAIN_FROM: retain})
+        failpoints.reached("recorded", batch_id)
         log.prune(previous.get(RETAIN_FROM, retain) if previous else retain, retain)
-        self._record_status(batchId, reports)
+        return {**summary, "steps": {**summary["steps"], "commitRecord": time.perf_counter() - started}}
 
     def _retain_from(
         self, log: CommitLog, batch_id: int, previous: dict[str, Any] | None, record: dict[str, Any]
@@ -335,16 +376,16 @@ class ReplicationWriter(DataSourceStreamWriter):
             return following.oldest_with_recent_keys(log, oldest, floor, record["following"])
         return max(oldest, floor)
 
-    def _record_status(self, batch_id: int, reports: list[TaskReport]) -> None:
+    def _record_status(self, batch_id: int, summary: dict[str, Any]) -> None:
         if self.plan.status_file is None:
             return
-        metrics.record_batch(
+        metrics.fold(
             self.plan.status_file,
             task=self.plan.task,
             namespace=self.plan.namespace,
             batch_id=batch_id,
-            reports=reports,
-            targets=list(self.plan.endpoints),
+            summary=summary,
+            query=self.plan.state_dir,
         )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

@@ -22,7 +22,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from federator_spark import property_types
+from federator_spark import logs, property_types
 from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement
 from federator_spark.events import Event
@@ -67,6 +67,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     outage of the event hub is reported while it is retried)."""
 
     def __init__(self, options: Any) -> None:
+        logs.configure()  # the driver's source process
         if "connection" not in options or "eventHubName" not in options:
             raise ValueError("eventhubs source needs the options 'connection' and 'eventHubName'")
         self.connection = Connection.from_option(options["connection"])
@@ -225,6 +226,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     ) -> Iterator[Event]:
         """The events of ``partition``'s range, in sequence order (what :meth:`read` turns into rows),
         from ``stream`` if given (see :meth:`stream`)."""
+        logs.configure()  # an executor's Python worker
         source = f"{self.connection.host}/{self.event_hub}"
         stream = stream or self.stream(partition)
         finished = False

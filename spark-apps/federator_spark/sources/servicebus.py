@@ -33,6 +33,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
+from federator_spark import logs
 from federator_spark.config import local_path
 from federator_spark.connections import Connection, servicebus_client
 from federator_spark.outages import Backoff, Endpoint, failure, words
@@ -131,6 +132,7 @@ class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     """
 
     def __init__(self, options: Any) -> None:
+        logs.configure()  # the driver's source process
         self.settings = SourceSettings.from_options(options)
 
     # ------------------------------------------------------------------------------------ driver side
@@ -168,6 +170,7 @@ class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, SpoolPartition)
+        logs.configure()  # an executor's Python worker
         source, records = read_spool_file(Path(partition.path))
         for record in records:
             yield to_row(record, source)
