@@ -57,9 +57,11 @@ class EventHubPublisher:
         self.target = target
         self._producer = prepare(target)
         self._client = self._producer.client
-        self.partition_ids = self._producer.partition_ids()
         self._guard = guard
         self._endpoint = Endpoint("target", target.name, status_file)
+        self.partition_ids = retrying(
+            self._producer.partition_ids, self._endpoint, f"listing {target.entity}"
+        )
         self._pending: dict[Destination, list[Encoded]] = {}
         self._sending = ThreadPoolExecutor(1, thread_name_prefix=f"eventhubs-send-{target.name}")
         self._in_flight: Future[None] | None = None
@@ -80,9 +82,16 @@ class EventHubPublisher:
         if len(pending) >= _FLUSH_EVENTS:
             self._send(destination)
 
+    def _new_batch(self, destination: Destination) -> Any:
+        """An empty batch (the SDK asks the broker for the size limit once, opening a link)."""
+        options = _batch_options(destination)
+        return retrying(
+            lambda: self._client.create_batch(**options), self._endpoint, f"opening {self.target.entity}"
+        )
+
     def _check_alone(self, destination: Destination, encoded: bytes) -> None:
         self._producer.ready()
-        batch = self._client.create_batch(**_batch_options(destination))
+        batch = self._new_batch(destination)
         if not append(batch, encoded):
             raise Undeliverable(
                 f"an event of {len(encoded)} bytes exceeds the message size limit of event hub "
@@ -115,7 +124,7 @@ class EventHubPublisher:
         self, destination: Destination, events: list[Encoded]
     ) -> tuple[Any, list[Encoded], list[Encoded]]:
         """The next batch (as many events as fit), its events, and the rest."""
-        batch = self._client.create_batch(**_batch_options(destination))
+        batch = self._new_batch(destination)
         for index, (_sequence, encoded) in enumerate(events):
             if not append(batch, encoded):
                 if not index:  # add() refuses such events; only a limit under _CHECKED_ALONE_BYTES
@@ -135,7 +144,7 @@ class EventHubPublisher:
                 return
             kind, value = destination
             found = guard.recheck(self.target.name, value if kind == "partition" else None)
-            batch = self._client.create_batch(**_batch_options(destination))
+            batch = self._new_batch(destination)
             for sequence, encoded in events:
                 if sequence not in found:
                     append(batch, encoded)

@@ -45,7 +45,8 @@ class Producer:
         """The hub's partition ids in numeric order."""
         self._listed.wait(_OPEN_TIMEOUT_SECONDS)
         if self._partition_ids is None:  # listing ahead failed: ask again, and let its error surface
-            self._partition_ids = self.management.partition_ids()
+            with self._management_lock:
+                self._partition_ids = self.management.partition_ids()
         return self._partition_ids
 
     def last_sequence_numbers(self, partitions: list[str]) -> dict[str, int]:

@@ -113,13 +113,13 @@ class ReplayGuard:
         from federator_spark.sinks.eventhubs_producers import prepare
 
         producer = prepare(target)
-        ids = producer.partition_ids()
-        reachable = [self.partition] if len(ids) == self.partition_count else ids
-        return retrying(
-            lambda: producer.last_sequence_numbers(reachable),
-            self._endpoint(name),
-            f"reading the positions of {target.entity}",
-        )
+
+        def read() -> Tails:
+            ids = producer.partition_ids()
+            reachable = [self.partition] if len(ids) == self.partition_count else ids
+            return producer.last_sequence_numbers(reachable)
+
+        return retrying(read, self._endpoint(name), f"reading the positions of {target.entity}")
 
     def wait_armed(self) -> None:
         """Returns once the intent is durable (raises what kept it from being written)."""

@@ -74,8 +74,10 @@ class ServiceBusPublisher:
     def _append(self, message: Any) -> bool:
         from azure.servicebus.exceptions import MessageSizeExceededError
 
-        if self._batch is None:
-            self._batch = self._sender.create_message_batch()
+        if self._batch is None:  # the SDK asks the broker for the size limit once, opening a link
+            self._batch = retrying(
+                self._sender.create_message_batch, self._endpoint, f"opening {self.target.entity}"
+            )
         try:
             self._batch.add_message(message)
         except MessageSizeExceededError:
