@@ -213,7 +213,7 @@ def task_config(
                 "serviceBus": {
                     "connection": connection("west"),
                     "topicName": source,
-                    "subscriptionName": "repl-east",
+                    "subscriptionName": subscription,
                 }
             },
             "targets": [

@@ -114,9 +114,15 @@ def classify(error: BaseException) -> Kind:
 
 
 def words(error: BaseException) -> str:
-    """The broker's words: the first line of the error (the SDKs repeat the details below it)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:1024]
+    """The broker's words: the error's first lines, up to where the SDK repeats itself (its description
+    of a refusal, e.g. which entity could not be found, is on the third)."""
+    lines: list[str] = []
+    for line in (line.strip() for line in str(error).splitlines()):
+        if line in lines or len(lines) == 3:
+            break
+        if line:
+            lines.append(line)
+    return f"{type(error).__name__}: {' '.join(lines)}"[:1024]
 
 
 class Backoff:

@@ -24,7 +24,7 @@ from pyspark.sql.streaming.datasource import (
 
 from federator_spark import logs, property_types
 from federator_spark.connections import Connection, eventhub_consumer
-from federator_spark.eventhubs_management import HubManagement
+from federator_spark.eventhubs_management import HubManagement, PartitionPositions
 from federator_spark.events import Event
 from federator_spark.outages import Backoff, Endpoint, failure, retrying, words
 from federator_spark.property_types import as_text
@@ -91,13 +91,14 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.endpoint = Endpoint("source", self.event_hub, options.get("statusFile"))
         self.available_now_target: Offsets | None = None
         self._management: HubManagement | None = None  # driver side only, created lazily
+        self._positions: PartitionPositions | None = None  # likewise: the polls' reads, side by side
         self._next_idle_poll = 0.0  # time.monotonic() before which an idle hub is not asked again
         self._outage = Backoff()  # the driver's polls while the namespace is unavailable
         self._partition_count = 0
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_management"] = None  # clients cannot be pickled
+        state["_management"] = state["_positions"] = None  # clients cannot be pickled
         return state
 
     def _retrying(self, action: Any, what: str) -> Any:
@@ -117,7 +118,11 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return sorted(self.partition_ids, key=int) if self.partition_ids else all_ids
 
     def _last_sequence_numbers(self) -> Offsets:
-        return self._hub().last_sequence_numbers(self._partitions())
+        if self._positions is None:
+            self._positions = PartitionPositions(
+                lambda: eventhub_consumer(self.connection, self.event_hub, self.consumer_group)
+            )
+        return self._positions.last_sequence_numbers(self._partitions())
 
     def initialOffset(self) -> Offsets:
         return self._retrying(self._initial_offsets, "reading the start positions")  # type: ignore[no-any-return]

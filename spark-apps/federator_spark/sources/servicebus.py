@@ -57,6 +57,7 @@ _FURTHER_WAIT_SECONDS = 0.2  # after the first receive of a batch: only what is 
 # Assumed until a received message tells the entity's lock duration: Service Bus's longest, so nothing
 # expected back is forgotten too early.
 _DEFAULT_LOCK_SPAN_SECONDS = 300.0
+_COMPLETE_AT_ONCE = 500  # lock tokens per management request
 # Identifies this process: the driver-side runner that holds the receiver for one run of a query.
 _RUN_ID = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
 
@@ -317,22 +318,28 @@ class SourceDriver:
                     closing.close()
 
     def _receive(self, wanted: int) -> list[Any]:
-        """Up to ``wanted`` messages; stops early when the entity runs dry, or after a quarter of the lock
-        duration, so the first messages are renewed (by the settler, which waits for this lock) in time."""
+        """Up to ``wanted`` messages; stops early when the entity runs dry, when a receive brought fewer
+        than asked (the SDK gathers for 0.2 s after the first message: what it found is what was ready, and
+        a batch now beats a fuller one later), or after a quarter of the lock duration, so the first
+        messages are renewed (by the settler, which waits for this lock) in time."""
         receiver = self.receiver()
         received: list[Any] = []
         started = time.monotonic()
         wait = self.settings.wait_seconds
         drained = False
         while len(received) < wanted:
-            batch = receiver.receive_messages(max_message_count=wanted - len(received), max_wait_time=wait)
+            asked = wanted - len(received)
+            batch = receiver.receive_messages(max_message_count=asked, max_wait_time=wait)
             if not batch:
                 drained = True
                 break
             self._learn_lock_span(batch[0])
             received.extend(batch)
             wait = _FURTHER_WAIT_SECONDS
-            if time.monotonic() - started > (self.lock_span or _DEFAULT_LOCK_SPAN_SECONDS) / 4:
+            if (
+                len(batch) < asked
+                or time.monotonic() - started > (self.lock_span or _DEFAULT_LOCK_SPAN_SECONDS) / 4
+            ):
                 break
         if self.available_now_since is not None and (
             drained or any(enqueued(m) >= self.available_now_since for m in received)
@@ -385,11 +392,22 @@ class SourceDriver:
             return committed
 
     def _complete(self, messages: list[Any]) -> None:
+        """Complete ``messages`` at the source: all at once, as one management request per
+        ``_COMPLETE_AT_ONCE`` (completing one by one over the receiver link waits a round trip for each
+        outcome); one by one when that is refused (a lock lost among them, a namespace that does not
+        take it)."""
         from azure.servicebus.exceptions import MessageAlreadySettled, MessageLockLostError, ServiceBusError
 
         receiver = self.receiver()
         done: list[int] = []
-        for message in messages:
+        singly: list[Any] = []
+        for first in range(0, len(messages), _COMPLETE_AT_ONCE):
+            chunk = messages[first : first + _COMPLETE_AT_ONCE]
+            if len(chunk) > 1 and _complete_together(receiver, chunk):
+                done.extend(m.sequence_number for m in chunk)
+            else:
+                singly.extend(chunk)
+        for message in singly:
             seq = message.sequence_number
             try:
                 receiver.complete_message(message)
@@ -460,3 +478,24 @@ class SourceDriver:
                 self._client.close()
             except Exception:  # closing a receiver whose connection is gone
                 logger.debug("servicebus: closing after the hand-over failed", exc_info=True)
+
+
+def _complete_together(receiver: Any, messages: list[Any]) -> bool:
+    """Complete ``messages`` with one ``update-disposition`` request on the entity's management link (the
+    SDK's own fallback for settling, by lock tokens); False if it did not (the caller completes them one
+    by one). The receiver link forgets their deliveries: it would keep each tag until settled on it."""
+    from azure.servicebus._common.constants import MESSAGE_COMPLETE, MESSAGE_MGMT_SETTLEMENT_TERM_MAP
+
+    try:
+        receiver._settle_message_via_mgmt_link(
+            MESSAGE_MGMT_SETTLEMENT_TERM_MAP[MESSAGE_COMPLETE], [m.lock_token for m in messages]
+        )
+    except Exception as error:  # any refusal: completing one by one shows which
+        logger.info("servicebus: completing %d messages together failed (%r)", len(messages), error)
+        return False
+    tags = getattr(getattr(receiver._handler, "_link", None), "_received_delivery_tags", None)
+    for message in messages:
+        message._settled = True
+        if tags is not None:
+            tags.discard(message._delivery_tag)
+    return True
