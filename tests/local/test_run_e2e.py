@@ -79,6 +79,10 @@ def test_run_replicates_stalls_what_cannot_run_and_leaves_no_process(tmp_path: P
         send(source, 0, 60)
         eventually(lambda: events_in(target) == 60, 120, "the 60 events were not replicated")
         eventually(lambda: replicated(state) == 60, 60, "the batch was not committed")
+        task_dir = state / "tasks" / "default" / "orders-replication"
+        # Spark's temporary files are the app's own, not /tmp's.
+        temporary = {path.name.split("-")[0] for path in (task_dir / "tmp").iterdir()}
+        assert {"spark", "blockmgr", "liblz4"} <= temporary
         code, tree = stop(run, log)
     finally:
         if run.poll() is None:
@@ -96,6 +100,11 @@ def test_run_replicates_stalls_what_cannot_run_and_leaves_no_process(tmp_path: P
     )
     assert "java" in commands(tree) and "federator_emulator" in commands(tree)  # the check below sees them
     assert survivors(tree) == []
+    app_log = (task_dir / "app.log").read_text()
+    assert "[pid " in app_log  # the executors' lines reach the app's log
+    assert "Traceback" not in app_log and "Py4JJavaError" not in app_log  # a clean stop is quiet
+    config = (task_dir / "task.json").read_text()
+    assert "emulatorConnectionFiles" in config and "SharedAccessKey" not in config
 
 
 def test_demo_replicates_everything_and_says_so(tmp_path: Path) -> None:

@@ -138,6 +138,8 @@ def test_a_crash_at_each_step_of_the_write_protocol_loses_and_repeats_nothing(
 
     assert_exactly_once(emulator)
     assert_counted_once(tmp_path)
+    if point in ("intent-written", "partition-published"):  # the replay, decided and logged by an executor
+        assert "batch 1 partition" in log.read_text() and "is a replay:" in log.read_text()
 
 
 def test_at_least_once_loses_nothing_and_duplicates_at_most_one_batch(emulator_factory, tmp_path):
