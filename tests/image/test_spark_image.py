@@ -173,6 +173,7 @@ def test_the_driver_replicates_in_local_mode_against_the_emulator_and_loses_noth
     checkpoint.mkdir()
     checkpoint.chmod(0o777)  # the volume the pod's fsGroup would make writable for uid 185
     endpoint = {"connection": {"emulator": {"namespace": "ns1"}}}
+    (task_dir / "ns1").write_text(connection_string)  # mounted beside task.json, as a Secret would be
     (task_dir / "task.json").write_text(json.dumps({
         "apiVersion": "federator.io/v1alpha1",
         "kind": "ReplicationTask",
@@ -182,7 +183,7 @@ def test_the_driver_replicates_in_local_mode_against_the_emulator_and_loses_noth
         "checkpointLocation": "file:///var/lib/federator/checkpoint/orders",
         "statusFile": "/var/lib/federator/checkpoint/status.json",
         "secretEnv": {},
-        "emulatorConnections": {"ns1": connection_string},
+        "emulatorConnectionFiles": {"ns1": "/etc/federator/task/ns1"},
     }))
 
     started = time.monotonic()

@@ -9,6 +9,7 @@ import pytest
 
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.translation.planning import translation_plan
+from support.connections import write_connection_files
 
 PRIMARY = (
     "Endpoint=sb://127.0.0.1:5673;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevelopmentEmulator=true"
@@ -44,8 +45,10 @@ def config(tmp_path, **translation: Any) -> TaskConfig:
                 },
             },
             "checkpointLocation": str(tmp_path / "checkpoint"),
-            "emulatorConnections": {"a": PRIMARY, "b": SECONDARY},
-            "emulatorBlobConnection": AZURITE,
+            "emulatorConnectionFiles": write_connection_files(
+                tmp_path / "connections", {"a": PRIMARY, "b": SECONDARY, "azurite": AZURITE}
+            ),
+            "emulatorBlobConnectionFile": str(tmp_path / "connections" / "azurite"),
             "secretEnv": {"storage/connectionString": "FEDERATOR_SECRET_STORAGE_CONNECTIONSTRING"},
         }
     )
@@ -57,7 +60,8 @@ def test_the_checkpoints_are_named_by_the_hosts_the_clients_connect_to(tmp_path)
     assert (plan.source.fully_qualified_namespace, plan.source.event_hub) == ("127.0.0.1:5673", "orders")
     assert (plan.target.fully_qualified_namespace, plan.target.event_hub) == ("127.0.0.1:5674", "copy")
     assert plan.origin_prefix == "127.0.0.1:5673/orders/"  # what the task writes into repl-source-id
-    assert plan.source_store == plan.target_store and plan.source_store.connection_string is not None
+    assert plan.source_store == plan.target_store
+    assert plan.source_store.connection_string_file == str(tmp_path / "connections" / "azurite")
     assert plan.state_dir == str(tmp_path / "checkpoint" / "federator" / "translation")
 
 
@@ -79,6 +83,6 @@ def test_hosts_as_the_consumers_name_them_and_a_second_store(tmp_path) -> None:
 
 
 def test_azurite_exists_in_local_mode_only(tmp_path) -> None:
-    raw = config(tmp_path).model_copy(update={"emulator_blob_connection": None})
+    raw = config(tmp_path).model_copy(update={"emulator_blob_connection_file": None})
     with pytest.raises(TaskConfigError, match="checkpointStore: Azurite exists in local mode only"):
         translation_plan(raw)

@@ -26,6 +26,7 @@ from federator_contract.api.kinds import REPLICATION_TASK
 from federator_contract.checks import STARTUP_CHECKS
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.plan import plan_from_task
+from support.connections import write_connection_files
 
 APP = Path(__file__).resolve().parents[2] / "spark-apps" / "federator_spark"
 HUB = {"connection": {"emulator": {"namespace": "b"}}, "eventHubName": "other"}
@@ -115,10 +116,9 @@ def test_a_spec_the_checks_pass_is_one_the_app_plans(tmp_path: Path) -> None:
         "metadata": {"name": "t", "namespace": "ns"},
         "checkpointLocation": f"file://{tmp_path}",
     }
-    body["emulatorConnections"] = {
-        "primary": "Endpoint=sb://localhost/;SharedAccessKeyName=k;SharedAccessKey=a2V5",
-        "b": "Endpoint=sb://localhost/;SharedAccessKeyName=k;SharedAccessKey=a2V5",
-    }
+    key = "Endpoint=sb://localhost/;SharedAccessKeyName=k;SharedAccessKey=a2V5"
+    files = write_connection_files(tmp_path / "connections", {"primary": key, "b": key})
+    body["emulatorConnectionFiles"] = files
     assert plan_from_task(TaskConfig.from_raw(body)).targets.keys() == {"copy"}
 
 

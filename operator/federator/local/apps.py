@@ -112,13 +112,15 @@ def launch(
 ) -> SparkApp:
     """Write the tasks' files and start the application that runs them."""
     connections = write_emulator_connections(state, ready)
+    blob = ready.get(AZURITE_CONNECTION)
+    blob_file = _owner_only(state.azurite_connection_file, blob) if blob else None
     configs: list[Path] = []
     for task in tasks:
         for path, content in task.files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
         config_path = state.task_config(task.namespace, task.name)
-        config = with_emulator_connections(task, connections, ready.get(AZURITE_CONNECTION))
+        config = with_emulator_connections(task, connections, blob_file)
         write_atomically(config_path, config.to_json())
         configs.append(config_path)
     first = tasks[0]
@@ -150,14 +152,19 @@ def launch(
 def write_emulator_connections(state: StateDir, ready: Mapping[str, Any]) -> dict[str, Path]:
     """Each emulator namespace's connection string in a file only its owner can read (the apps read it
     there, as a pod reads a mounted Secret); namespace → file."""
-    files = {}
-    for name, namespace in (ready.get("namespaces") or {}).items():
-        path = files[name] = state.emulator_connection_file(name)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(namespace["connectionString"])
-    return files
+    return {
+        name: _owner_only(state.emulator_connection_file(name), namespace["connectionString"])
+        for name, namespace in (ready.get("namespaces") or {}).items()
+    }
+
+
+def _owner_only(path: Path, text: str) -> Path:
+    """``text`` in ``path``, readable and writable by its owner only (from its creation on)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
 
 
 def app_environment(tasks: Sequence[TaskRun], environ: Mapping[str, str], temporary: Path) -> dict[str, str]:

@@ -281,11 +281,10 @@ def with_emulator_connections(
     """The task config to write once the emulator runs: `emulatorConnectionFiles` for its namespaces, and
     the file of Azurite's connection string when a checkpoint store is there (the files hold the
     connection strings, so no key lands in `task.json`)."""
-    update: dict[str, object] = {
-        "emulator_connection_files": {ns: str(connection_files[ns].resolve()) for ns in task.emulator_namespaces}
-    }
-    if needs_azurite(task.task_config.spec):
-        update["emulator_blob_connection_file"] = str(blob_connection_file.resolve()) if blob_connection_file else None
+    files = {ns: str(connection_files[ns].resolve()) for ns in task.emulator_namespaces}
+    update: dict[str, object] = {"emulator_connection_files": files}
+    if needs_azurite(task.task_config.spec) and blob_connection_file is not None:
+        update["emulator_blob_connection_file"] = str(blob_connection_file.resolve())
     return task.task_config.model_copy(update=update)
 
 

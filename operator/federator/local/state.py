@@ -97,6 +97,10 @@ class StateDir:
         return self.root / "azurite" / "ready.json"
 
     @property
+    def azurite_connection_file(self) -> Path:
+        return self.root / "azurite" / "connection"
+
+    @property
     def emulator_data(self) -> Path:
         return self.emulator_dir / "data"
 

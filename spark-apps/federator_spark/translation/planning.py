@@ -67,8 +67,9 @@ def blob_location(config: TaskConfig, store: CheckpointStore, field: str) -> Blo
         return BlobLocation(
             store.container_name, account_url=identity.blob_endpoint.rstrip("/"), client_id=identity.client_id
         )
-    if config.emulator_blob_connection is None:
+    if config.emulator_blob_connection_file is None:
         raise TaskConfigError(
-            f"spec.checkpointTranslation.{field}: Azurite exists in local mode only (emulatorBlobConnection)"
+            f"spec.checkpointTranslation.{field}: Azurite exists in local mode only "
+            "(emulatorBlobConnectionFile)"
         )
-    return BlobLocation(store.container_name, connection_string=config.emulator_blob_connection)
+    return BlobLocation(store.container_name, connection_string_file=config.emulator_blob_connection_file)

@@ -10,6 +10,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from federator_spark.translation.layout import (
@@ -47,13 +48,14 @@ class Counts:
 
 @dataclass(frozen=True)
 class BlobLocation:
-    """Where a checkpoint store lives: a container, reached by a connection string (inline: Azurite's;
-    or the environment variable holding it) or an account URL with a token credential (workload
-    identity)."""
+    """Where a checkpoint store lives: a container, reached by a connection string (inline, the
+    environment variable holding it, or the owner-only file local mode writes Azurite's to) or an
+    account URL with a token credential (workload identity)."""
 
     container: str
     connection_string: str | None = field(default=None, repr=False)
     connection_string_env: str | None = None
+    connection_string_file: str | None = None
     account_url: str | None = None
     client_id: str | None = None
 
@@ -69,6 +71,8 @@ class CheckpointBlobs:
             text = os.environ.get(location.connection_string_env)
             if not text:
                 raise RuntimeError(f"environment variable {location.connection_string_env} is not set")
+        if location.connection_string_file is not None:
+            text = Path(location.connection_string_file).read_text(encoding="utf-8").strip()
         if text is not None:
             self._container = ContainerClient.from_connection_string(text, location.container)
         else:
