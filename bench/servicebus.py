@@ -39,7 +39,7 @@ from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerCl
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode
 
 from bench.processes import Emulators, RssSampler, cpu_seconds, emulator_processes, load, tree_cpu_seconds
-from bench.replication import spark_session
+from bench.replication import identities, spark_session
 from bench.replication_latency import percentile
 from bench.tasks import (
     EVENT_SIZE,
@@ -107,34 +107,6 @@ def drain_subscription(cs: str, topic: str, subscription: str) -> Counter[bytes]
             while batch := receiver.receive_messages(max_message_count=500, max_wait_time=3):
                 for received in batch:
                     seen[b"".join(received.body)[:ID_WIDTH]] += 1
-    return seen
-
-
-def hub_identities(cs: str, hub: str, expected: int) -> Counter[bytes]:
-    seen: Counter[bytes] = Counter()
-    lock, done = threading.Lock(), threading.Event()
-    with EventHubProducerClient.from_connection_string(cs, eventhub_name=hub) as producer:
-        total = sum(
-            producer.get_partition_properties(p)["last_enqueued_sequence_number"] + 1
-            for p in producer.get_partition_ids()
-        )
-
-    def on_batch(_context: Any, events: list[EventData]) -> None:
-        with lock:
-            for event in events:
-                seen[event.body_as_str()[:ID_WIDTH].encode()] += 1
-            if sum(seen.values()) >= total:
-                done.set()
-
-    consumer = EventHubConsumerClient.from_connection_string(cs, "$Default", eventhub_name=hub)
-    thread = threading.Thread(
-        target=consumer.receive_batch,
-        kwargs={"on_event_batch": on_batch, "starting_position": "-1", "max_batch_size": 500},
-    )
-    thread.start()
-    done.wait(60 + expected / 1000)
-    consumer.close()
-    thread.join(30)
     return seen
 
 
@@ -391,7 +363,7 @@ def run_scenario(
     if scenario == "all-active":
         checks = {r: counts(drain_subscription(east, f"orders-{r}", "all"), total) for r in RUNNERS}
     else:
-        checks = {r: counts(hub_identities(east, f"out-{r}", total), total) for r in RUNNERS}
+        checks = {r: counts(identities(east, f"out-{r}", total), total) for r in RUNNERS}
     sdk_seconds = (total / figures["sdk-before"]["rate"] + total / figures["sdk-after"]["rate"]) / 2
     sdk_rate = total / sdk_seconds
     latency = measure_latency(spark, workdir, emus, scenario, args) if args.duration > 0 else None
