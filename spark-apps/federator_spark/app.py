@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.master:
         builder = builder.master(args.master).config("spark.ui.enabled", "false")
     spark = builder.getOrCreate()
+    _quiet_accumulator_hangups(spark)
     server = monitor = translator = None
     try:
         if config.metrics_port and plan.status_file:
@@ -105,6 +107,24 @@ def main(argv: list[str] | None = None) -> int:
             server.shutdown()
         spark.stop()
     return 0
+
+
+def _quiet_accumulator_hangups(spark: SparkSession) -> None:
+    """``SparkContext.stop()`` stops the JVM before PySpark's accumulator server, so the server's handler
+    reads the JVM's closed connection and prints an ``EOFError`` traceback on a clean stop; that one
+    error is logged at debug level instead (any other is printed as before)."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None:
+        return
+    print_traceback = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], EOFError):
+            logger.debug("the JVM closed its accumulator connection %s", client_address)
+        else:
+            print_traceback(request, client_address)
+
+    server.handle_error = handle_error
 
 
 def lag_monitor(config: TaskConfig, status_file: str | None) -> LagMonitor | None:
