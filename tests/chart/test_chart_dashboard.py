@@ -28,6 +28,7 @@ METRICS: dict[str, set[str]] = {
     "federator_resources": {"kind", "condition", "status"},
     "federator_reconcile_errors_total": {"kind", "reason"},
     "federator_batch_duration_seconds": {"namespace", "task"},  # the Spark app's last micro-batch
+    "federator_endpoint_unavailable": {"namespace", "task", "role", "endpoint", "reason"},
 }
 HISTOGRAMS = {"federator_reconcile_duration_seconds"}
 SERIES = re.compile(r"\b(federator_[a-z_]+)\s*(\{[^}]*\})?")
