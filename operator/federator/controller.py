@@ -27,6 +27,7 @@ def run(
         kopf.operator(
             clusterwide=all_namespaces,
             namespaces=list(namespaces),
+            settings=kopf_settings(namespaces, all_namespaces),
             liveness_endpoint=liveness_endpoint,
             # With replicas > 1, peering elects one active instance; alone, no peering objects are needed.
             standalone=peering is None,
@@ -34,3 +35,17 @@ def run(
             memo=memo,
         )
     )
+
+
+def kopf_settings(namespaces: Sequence[str], all_namespaces: bool) -> kopf.OperatorSettings:
+    """kopf's settings before the startup handler adds Federator's own."""
+    settings = kopf.OperatorSettings()
+    # Named namespaces need no namespace list. Scanning asks for a cluster-wide list, which the
+    # namespaced Role of a `--namespace` install does not grant: kopf retried the 403 nine times (about
+    # 50 s) before any handler ran. Patterns (globs, exclusions) still need the scan.
+    settings.scanning.disabled = not all_namespaces and all(_exact(n) for n in namespaces)
+    return settings
+
+
+def _exact(pattern: str) -> bool:
+    return not any(mark in pattern for mark in "!*?,")
