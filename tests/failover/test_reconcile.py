@@ -4,6 +4,7 @@ reports problems a human must fix (Stalled) apart from the switching, which goes
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -11,9 +12,11 @@ import pytest
 import pytest_asyncio
 
 from federator.failover.runtime import FailoverRuntime
+from federator.failover.state import GroupState
 from federator.kube.client import KubeClient
 from federator.provision.environment import ManagementEnvironment
-from federator.reconcile.failovergroup import reconcile
+from federator.reconcile.failovergroup import ConfigMapEndpoints, GroupPorts, group_round, reconcile
+from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_emulator.server import RunningEmulator
 from federator_emulator.testing import AsyncEmulatorCredential, AsyncFakeCredential, EmulatorFactory
 from support.kube import KubeServer
@@ -137,9 +140,25 @@ async def test_emulator_members_need_local_mode(client: KubeClient, emulator: Ru
     group = body(connection=lambda m: {"emulator": {"namespace": m}})
     in_cluster = (await reconcile(client, runtime(emulator), group)).result
     assert by_type(in_cluster.conditions)["Stalled"] == ("True", "EmulatorOnlyInLocalMode")
-    local = runtime(emulator)
-    local.emulators = {m: emulator.connection_string(m) for m in ("weu", "neu")}
-    assert by_type((await reconcile(client, local, group)).result.conditions)["Ready"] == ("True", "Active")
+    # Local mode runs the same round, knowing the emulator's namespaces.
+    ports = GroupPorts(
+        client,
+        runtime(emulator).prober,
+        ConfigMapEndpoints(client),
+        dns=None,
+        emulators={m: emulator.connection_string(m) for m in ("weu", "neu")},
+    )
+    local = await group_round(
+        ports,
+        name="orders",
+        namespace=NS,
+        uid=None,
+        spec=FailoverGroupSpec.model_validate(group["spec"]),
+        state=GroupState(),
+        now=datetime.now(UTC),
+    )
+    ready = next(u for u in local.findings.condition_updates if u.type == "Ready")
+    assert (ready.status, ready.reason) == ("True", "Active")
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from federator.planning.mirror import plan_mirror
+from federator.planning.mirror import Pair, plan_mirror
 from federator.provision.members import MemberOutcome
-from federator.reconcile.servicebusmirror import Pair, pairs_of, rollup
+from federator.reconcile.servicebusmirror import rollup
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 
 
@@ -115,7 +115,7 @@ def test_a_transient_member_failure_is_reconciling() -> None:
 def test_pairs_name_their_members_for_every_pattern() -> None:
     all_active = spec("allActive", ["a", "b", "c"], topicName="t")
     plan = plan_mirror(name="m", namespace="ns", spec=all_active)
-    assert sorted((p.source, p.target) for p in pairs_of(plan, all_active, "m")) == [
+    assert sorted((p.source, p.target) for p in plan.pairs) == [
         ("a", "b"),
         ("a", "c"),
         ("b", "a"),
@@ -130,12 +130,12 @@ def test_pairs_name_their_members_for_every_pattern() -> None:
         activePassive={"primaryMember": "p", "timeToLiveSeconds": 60},
     )
     plan = plan_mirror(name="m", namespace="ns", spec=active_passive)
-    assert [(p.source, p.target, p.task_name) for p in pairs_of(plan, active_passive, "m")] == [
+    assert [(p.source, p.target, p.task_name) for p in plan.pairs] == [
         ("p", "s", "m-p-s")
     ]
     spill = spec("spillover", ["l", "r"], spillover={"entities": [{"queueName": "q1"}, {"queueName": "q2"}]})
     plan = plan_mirror(name="m", namespace="ns", spec=spill)
-    assert [(p.source, p.target, p.task_name) for p in pairs_of(plan, spill, "m")] == [
+    assert [(p.source, p.target, p.task_name) for p in plan.pairs] == [
         ("l", "r", "m-l-r-0"),
         ("r", "l", "m-r-l-0"),
         ("l", "r", "m-l-r-1"),

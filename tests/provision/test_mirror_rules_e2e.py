@@ -26,7 +26,6 @@ from federator.planning.mirror import MirrorPlan, plan_mirror
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import provision_member
 from federator.provision.model import desired_by_member
-from federator.reconcile.servicebusmirror import pairs_of
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 from federator_contract.sql import Dialect, SqlMessage, parse_filter
 from federator_emulator.server import RunningEmulator
@@ -44,13 +43,13 @@ async def clients(sb: RunningEmulator) -> AsyncIterator[dict[str, ServiceBusClie
 
 async def provision_all(
     client: KubeClient, env: ManagementEnvironment, raw: dict[str, Any]
-) -> tuple[MirrorPlan, ServiceBusMirrorSpec]:
+) -> MirrorPlan:
     spec = ServiceBusMirrorSpec.model_validate(raw)
     plan = plan_mirror(name="orders", namespace=K8S_NS, spec=spec)
     desired = desired_by_member(plan, [m.name for m in spec.members])
     outcomes = [await provision_member(client, K8S_NS, m, desired[m.name], (), env) for m in spec.members]
     assert [o.state for o in outcomes] == ["Provisioned"] * len(spec.members)
-    return plan, spec
+    return plan
 
 
 def admin(sb: RunningEmulator, namespace: str) -> ServiceBusAdministrationClient:
@@ -133,14 +132,14 @@ async def test_all_active_delivers_every_message_once_to_every_other_topic_and_n
     names = (("west", "sbwest"), ("east", "sbeast"), ("north", "sbnorth"))
     members = [emulator_member(name, ns) for name, ns in names]
     raw = {"pattern": "allActive", "topicName": "orders", "members": members}
-    plan, spec = await provision_all(kube_client, env, raw)
+    plan = await provision_all(kube_client, env, raw)
 
     async def send(ns: str) -> None:
         async with clients[ns].get_topic_sender("orders") as sender:
             await sender.send_messages(ServiceBusMessage(f"from-{ns}", message_id=f"m-{ns}"))
 
     await asyncio.gather(*(send(ns) for ns in NAMESPACES))
-    tasks = [pair.task for pair in pairs_of(plan, spec, "orders")]
+    tasks = plan.tasks
     moved = await asyncio.gather(*(run_task(clients, task) for task in tasks))
     assert sum(moved) == 6  # 3 messages, each to 2 peers
     for ns in NAMESPACES:  # the copies arrived marked: no replication subscription took them again
@@ -170,7 +169,7 @@ async def test_active_passive_copies_carry_the_failover_window_as_time_to_live_a
         "activePassive": {"primaryMember": "west", "timeToLiveSeconds": 6},
         "members": members,
     }
-    plan, spec = await provision_all(kube_client, env, raw)
+    plan = await provision_all(kube_client, env, raw)
     with admin(sb, "sbeast") as client:
         assert [s.name for s in client.list_subscriptions("orders")] == ["app"], (
             "the secondary replicates nothing"
@@ -178,7 +177,7 @@ async def test_active_passive_copies_carry_the_failover_window_as_time_to_live_a
     async with clients["sbwest"].get_topic_sender("orders") as sender:
         await sender.send_messages([ServiceBusMessage("first"), ServiceBusMessage("second")])
 
-    [task] = [pair.task for pair in pairs_of(plan, spec, "orders")]
+    [task] = [pair.task for pair in plan.pairs]
     assert await run_task(clients, task) == 2
     async with clients["sbeast"].get_subscription_receiver("orders", "app") as receiver:
         [first] = await receiver.receive_messages(max_message_count=1, max_wait_time=WAIT)
@@ -207,8 +206,8 @@ async def test_spillover_moves_a_dead_letter_to_the_peer_once_then_to_the_auxili
 ) -> None:
     members = [emulator_member("left", "sbwest"), emulator_member("right", "sbeast")]
     raw = {"pattern": "spillover", "spillover": {"entities": [{"queueName": "jobs"}]}, "members": members}
-    plan, spec = await provision_all(kube_client, env, raw)
-    by_source = {pair.source: pair.task for pair in pairs_of(plan, spec, "orders")}
+    plan = await provision_all(kube_client, env, raw)
+    by_source = {pair.source: pair.task for pair in plan.pairs}
 
     async def consumer_fails(ns: str) -> ServiceBusReceivedMessage:
         async with clients[ns].get_queue_receiver("jobs") as receiver:

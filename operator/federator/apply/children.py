@@ -17,13 +17,13 @@ class Outcome(Enum):
 
 
 async def ensure(
-    client: KubeClient, ref: ResourceRef, desired: dict[str, Any]
+    client: KubeClient, ref: ResourceRef, desired: dict[str, Any], stored: dict[str, Any] | None
 ) -> tuple[Outcome, dict[str, Any]]:
-    """Create `desired` or bring the existing object back to it; returns the object as stored, so that
-    callers observe it without another read."""
+    """Create `desired`, or bring `stored` (the object as the caller read it; None when it does not exist)
+    back to it. Returns the object as stored now, so that callers observe it without another read."""
     meta = desired["metadata"]
     path = ref.path(meta["namespace"], meta["name"])
-    actual = await client.get(path)
+    actual = stored
     if actual is None:
         try:
             return Outcome.CREATED, await client.create(ref.path(meta["namespace"]), desired)

@@ -1,9 +1,8 @@
 """What failover keeps between rounds, once per operator: the prober (token credentials), what DNS holds,
-where ARM is, and — in local mode only — the emulator namespaces' connection strings."""
+and where ARM is."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,8 +14,6 @@ from federator.provision.environment import ManagementEnvironment
 @dataclass
 class FailoverRuntime:
     management: ManagementEnvironment = field(default_factory=ManagementEnvironment)
-    emulators: Mapping[str, str] = field(default_factory=dict)
-    """Local mode: emulator namespace → AMQP connection string."""
     prober: Prober = field(default_factory=Prober)
     dns: DnsPublisher = field(init=False)
 
@@ -29,11 +26,10 @@ class FailoverRuntime:
 
 def runtime_of(memo: Any) -> FailoverRuntime:
     """The operator's runtime, created on first use from `memo.management` (ARM endpoint and credentials;
-    tests and local mode set it) and `memo.emulator_connections` (local mode)."""
+    tests set it)."""
     if memo.get("failover") is None:
         memo.failover = FailoverRuntime(
             management=memo.get("management") or ManagementEnvironment(),
-            emulators=memo.get("emulator_connections") or {},
         )
     found: FailoverRuntime = memo.failover
     return found

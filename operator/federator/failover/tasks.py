@@ -45,7 +45,7 @@ async def source_reachable(
     assert source is not None
     try:
         connection = await resolve_connection(
-            client, namespace, source.connection, runtime.emulators, "spec.source connection"
+            client, namespace, source.connection, where="spec.source connection"
         )
     except (PlanningError, ManagementError) as err:
         return ConditionUpdate(SOURCE_REACHABLE, "Unknown", err.reason, err.message)

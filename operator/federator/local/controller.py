@@ -24,6 +24,7 @@ from federator.provision.members import MemberOutcome
 from federator.provision.schedule import ProvisionSchedule
 from federator.reasons import MANAGEMENT_UNAVAILABLE
 from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.servicebusmirror import MirrorMember
 
 T = TypeVar("T")
 FIRST_PASS_SECONDS = 120.0
@@ -71,9 +72,9 @@ class Controller:
             else None
         )
 
-    def env_for(self, run: MirrorRun, member: str) -> ManagementEnvironment:
-        found = next(m for m in run.spec.members if m.name == member)
-        if found.connection.emulator is not None and self.emulator_env is not None:
+    def env_for(self, member: MirrorMember) -> ManagementEnvironment:
+        """The emulator's management for a member in it; Azure's (or another cloud's) for the others."""
+        if member.connection.emulator is not None and self.emulator_env is not None:
             return self.emulator_env
         return self.cloud
 
@@ -136,7 +137,7 @@ class Controller:
         """One pass; True when a member failed (or the pass itself did: it is retried, and the outcome of
         the last pass stays shown)."""
         try:
-            outcomes = await provision(run, lambda member: self.env_for(run, member), self.state)
+            outcomes = await provision(run, self.env_for, self.state)
         except Exception as err:  # shown as every member's failure; the pass is retried
             message = f"the provisioning pass failed: {err!r}"
             outcomes = [

@@ -1,9 +1,10 @@
-"""FailoverGroup in local mode: the controller's probes and state machine (failover/rounds.py, state.py),
-run every `probe.periodSeconds` against the members; instead of a ConfigMap, what the group publishes is
-written to `<state>/groups/<namespace>/<name>/endpoints.json` (the ConfigMap's keys), with its status and
-Events beside it. DNS records are written only to a zone the emulator serves (`dnsZones` of
-`--emulator-config`); local mode never writes to Azure DNS. The group's state is kept across runs, as a
-cluster keeps it in status."""
+"""FailoverGroup in local mode: the operator's round (reconcile/failovergroup.py) run every
+`probe.periodSeconds` with local adapters. Instead of a ConfigMap, what the group publishes is written to
+`<state>/groups/<namespace>/<name>/endpoints.json` (the ConfigMap's keys), with its status and Events beside
+it; Secrets come from the environment or the manifests' Secret documents; DNS records are written only to a
+zone the emulator serves (`dnsZones` of `--emulator-config`); local mode never writes to Azure DNS. The
+group's state is kept across runs, as a cluster keeps it in status, and an edit of its manifest file is
+picked up as a cluster picks up `kubectl apply`."""
 
 from __future__ import annotations
 
@@ -16,22 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from federator import reasons
-from federator.failover.conditions import assess
-from federator.failover.connections import MemberConnection, resolve_connection
 from federator.failover.dns import DnsPublisher
 from federator.failover.probes import Prober
-from federator.failover.publishing import dns_record_sets, endpoints_config_map
-from federator.failover.rounds import probe_and_step
 from federator.failover.state import GroupState
 from federator.local.emulator import group_uses
 from federator.local.model import GroupRun, PlanContext, TaskManifest
 from federator.local.model import Note as PlanNote
 from federator.local.observe import TaskRow, triad_row
 from federator.local.state import StateDir
-from federator.planning.errors import PlanningError
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import ManagementError
-from federator.status import conditions as cond
+from federator.reconcile.failovergroup import GroupPorts, group_round
 from federator.status.conditions import ConditionUpdate, timestamp
 from federator.status.events import Note
 from federator.validation import check_object
@@ -42,19 +38,17 @@ from federator_contract.files import write_atomically
 
 def expand_group(doc: Document, context: PlanContext) -> list[TaskManifest]:
     """A group runs no task itself: it is registered, and what its probes read is laid out."""
-    meta = doc.body["metadata"]
-    namespace, name = meta.get("namespace") or "default", meta["name"]
-    spec = FailoverGroupSpec.model_validate(doc.body["spec"])
-    secrets = context.resolve_secrets(doc.label, namespace, spec)
-    if secrets is None:
+    group = context.controlled(doc, FailoverGroupSpec)
+    if group is None:
         return []
-    uses = group_uses(spec)
+    uses = group_uses(group.spec)
     conflicts = context.layout.conflicts(uses)
     if conflicts:
         context.plan.notes.append(PlanNote(doc.label, "; ".join(conflicts), failed=True))
         return []
     context.layout.add(uses)
-    context.plan.groups.append(GroupRun(namespace, name, doc.label, spec, secrets, doc.source))
+    run = GroupRun(group.namespace, group.name, doc.label, group.spec, group.secrets, doc.source)
+    context.plan.groups.append(run)
     return []
 
 
@@ -79,6 +73,28 @@ class GroupSnapshot:
     """Counts changes of the published members (following tasks are planned again when it moves)."""
 
 
+@dataclass(frozen=True)
+class EndpointsFile:
+    """Where local mode publishes a group's endpoints: the ConfigMap's keys as JSON."""
+
+    path: Path
+
+    @property
+    def description(self) -> str:
+        return "endpoints file"
+
+    async def publish(self, config_map: dict[str, Any]) -> str | None:
+        text = json.dumps(config_map["data"], indent=2, sort_keys=True)
+        try:
+            before: str | None = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            before = None
+        if before == text:
+            return None
+        write_atomically(self.path, text)
+        return None if before is None else f"endpoints file {self.path}"
+
+
 @dataclass
 class GroupLoop:
     """One group's rounds; the state is kept between them, and in the state dir between runs."""
@@ -90,15 +106,15 @@ class GroupLoop:
     prober: Prober
     dns_env: ManagementEnvironment | None
     """The emulator's management environment when it serves the group's DNS zone."""
-    connections: dict[str, MemberConnection] = field(default_factory=dict)
     snapshot: GroupSnapshot | None = None
-    _dns: DnsPublisher | None = field(default=None, init=False, repr=False)
+    _ports: GroupPorts = field(init=False, repr=False)
     _modified: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.snapshot = GroupSnapshot(self._load(), [], "")
-        if self.dns_env is not None:
-            self._dns = DnsPublisher(self.dns_env)
+        dns = DnsPublisher(self.dns_env) if self.dns_env is not None else None
+        endpoints = EndpointsFile(self.directory / "endpoints.json")
+        self._ports = GroupPorts(self.run.secrets, self.prober, endpoints, dns, self.emulators)
         self._modified = _modified(self.run.source)
 
     @property
@@ -110,68 +126,51 @@ class GroupLoop:
         return float(self.run.spec.probe.period_seconds)
 
     async def round(self) -> GroupSnapshot:
-        """Probe, step, publish; returns (and keeps) the new snapshot."""
+        """The operator's round; returns (and keeps) the new snapshot."""
         assert self.snapshot is not None
         now = datetime.now(UTC).replace(microsecond=0)
         reloaded = self._reload()
         run, before = self.run, self.snapshot
-        if not self.connections:
-            try:
-                for member in run.spec.members:
-                    self.connections[member.name] = await resolve_connection(
-                        run.secrets, run.namespace, member.connection, self.emulators, f"member {member.name}"
-                    )
-            except (PlanningError, ManagementError) as err:
-                self.connections.clear()
-                updates = cond.stalled(err.reason, err.message)
-                self.snapshot = dataclasses.replace(before, updates=updates, dns="")
-                return self.snapshot
-        stepped = await probe_and_step(self.prober, run.spec, before.state, self.connections, now)
-        stepped.notes[:0] = reloaded
-        state = stepped.state
-        updates = assess(run.spec, state)
-        dns, problem = await self._publish_dns(state)
-        if problem is not None:  # as the operator: the endpoints are published, the records are not
-            triad = cond.reconciling if problem.retryable else cond.stalled
-            updates = [
-                *triad(problem.reason, f"endpoints published; DNS not: {problem.message}"),
-                updates[-1],
-            ]
-        self._publish(state, updates, stepped.notes, now)
-        last = (
-            f"{stepped.notes[-1].reason}: {stepped.notes[-1].message}" if stepped.notes else before.last_event
+        found = await group_round(
+            self._ports,
+            name=run.name,
+            namespace=run.namespace,
+            uid=None,
+            spec=run.spec,
+            state=before.state,
+            now=now,
         )
+        updates = found.findings.condition_updates
+        if found.state is None:  # a member's connection cannot be had: nothing was probed or published
+            self.snapshot = dataclasses.replace(before, updates=updates, dns="")
+            return self.snapshot
+        state, notes = found.state, [*reloaded, *found.findings.notes]
+        self._record(state, updates, notes, now)
+        last = f"{notes[-1].reason}: {notes[-1].message}" if notes else before.last_event
         moved = (state.producer, state.consumer) != (before.state.producer, before.state.consumer)
-        self.snapshot = GroupSnapshot(state, updates, dns, last, before.version + moved)
+        self.snapshot = GroupSnapshot(
+            state, updates, self._dns(found.dns_error), last, before.version + moved
+        )
         return self.snapshot
 
-    async def _publish_dns(self, state: GroupState) -> tuple[str, ManagementError | None]:
-        """What the view says about DNS, and the failure to write the records if any."""
+    def _dns(self, error: ManagementError | None) -> str:
+        """What the view says about DNS."""
         dns = self.run.spec.publishing.dns
         if dns is None:
-            return "no DNS publishing", None
-        zone = dns.zone
-        if self._dns is None:
+            return "no DNS publishing"
+        if self._ports.dns is None:
             return (
-                f"DNS skipped: zone {zone.zone_name} is not served by the emulator (declare it under "
+                f"DNS skipped: zone {dns.zone.zone_name} is not served by the emulator (declare it under "
                 "dnsZones in --emulator-config; local mode never writes to Azure DNS)"
-            ), None
-        records = dns_record_sets(self.run.spec, state)
-        try:
-            await self._dns.publish(self.run.secrets, self.run.namespace, self.run.name, zone, records)
-        except ManagementError as err:
-            return "DNS not published", err
-        return f"DNS records in the emulator's zone {zone.zone_name}", None
+            )
+        if error is not None:
+            return "DNS not published"
+        return f"DNS records in the emulator's zone {dns.zone.zone_name}"
 
-    def _publish(
+    def _record(
         self, state: GroupState, updates: list[ConditionUpdate], notes: list[Note], now: datetime
     ) -> None:
-        run = self.run
-        data = endpoints_config_map(run.name, run.namespace, run.spec, state, None)["data"]
-        endpoints = self.directory / "endpoints.json"
-        text = json.dumps(data, indent=2, sort_keys=True)
-        if not endpoints.exists() or endpoints.read_text(encoding="utf-8") != text:
-            write_atomically(endpoints, text)
+        """Status and Events, as a cluster keeps them on the object."""
         conditions = [
             {"type": u.type, "status": u.status, "reason": u.reason, "message": u.message} for u in updates
         ]

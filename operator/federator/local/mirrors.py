@@ -1,46 +1,43 @@
 """ServiceBusMirror in local mode. The plan is the operator's (`plan_mirror`); the members' topics and
 queues (the user's entities) are laid out in the emulator from the generated tasks' endpoints, but what
 the mirror provisions (replication subscriptions and their rules, auxiliary queues) is not: once the
-emulator runs, the operator's provisioning code (provision/members.py) creates it through the emulator's
+emulator runs, the operator's round (reconcile/servicebusmirror.py) creates it through the emulator's
 administration API (ATOM over HTTPS, trusting the CA of the ready file), removing `$Default` and marking
-ownership, exactly as on Azure. Members outside the emulator are provisioned as in a cluster (their
-Secrets from the environment or the manifest files). A generated task starts once both members of its
-pair are provisioned."""
+ownership, exactly as on Azure. Its local adapters: Secrets from the environment or the manifest files,
+the emulator's management for members in it (others are provisioned as in a cluster), the outcome kept
+in the state dir instead of status, and the pairs' tasks started by the session (local/session.py) once
+both members of a pair are provisioned."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from federator.local.model import MirrorRun, PlanContext, TaskManifest
 from federator.local.observe import TaskRow, task_conditions, triad_row
 from federator.local.state import StateDir
 from federator.planning.mirror import MirrorPlan, plan_mirror
 from federator.provision.environment import ManagementEnvironment
-from federator.provision.members import MemberOutcome, provision_member
-from federator.provision.model import desired_by_member, queue_path, subscription_path
-from federator.reconcile.servicebusmirror import pairs_of, rollup
+from federator.provision.members import MemberOutcome
+from federator.provision.model import queue_path, subscription_path
+from federator.reconcile.servicebusmirror import MirrorPorts, mirror_round, recorded_outcomes, rollup
 from federator.validation.documents import Document
-from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
 from federator_contract.files import write_atomically
 
 
 def expand_mirror(doc: Document, context: PlanContext) -> list[TaskManifest]:
     """The mirror's generated tasks; the mirror itself is registered for provisioning."""
-    meta = doc.body["metadata"]
-    namespace, name = meta.get("namespace") or "default", meta["name"]
-    spec = ServiceBusMirrorSpec.model_validate(doc.body["spec"])
-    secrets = context.resolve_secrets(doc.label, namespace, spec)
-    if secrets is None:
+    mirror = context.controlled(doc, ServiceBusMirrorSpec)
+    if mirror is None:
         return []
-    plan = plan_mirror(name=name, namespace=namespace, spec=spec)
-    run = MirrorRun(namespace, name, doc.label, spec, plan, secrets)
+    plan = plan_mirror(name=mirror.name, namespace=mirror.namespace, spec=mirror.spec)
+    run = MirrorRun(mirror.namespace, mirror.name, doc.label, mirror.spec, plan, mirror.secrets)
     context.plan.mirrors.append(run)
-    provisioned = provisioned_entities(spec, plan)
-    pairs = {p.task_name: (p.source, p.target) for p in pairs_of(plan, spec, name)}
-    return [TaskManifest(task, run.key, pairs[task["metadata"]["name"]], provisioned) for task in plan.tasks]
+    provisioned = provisioned_entities(mirror.spec, plan)
+    return [TaskManifest(p.task, run.key, (p.source, p.target), provisioned) for p in plan.pairs]
 
 
 def provisioned_entities(spec: ServiceBusMirrorSpec, plan: MirrorPlan) -> frozenset[tuple[str, str]]:
@@ -56,40 +53,37 @@ def provisioned_entities(spec: ServiceBusMirrorSpec, plan: MirrorPlan) -> frozen
 
 
 async def provision(
-    run: MirrorRun, env_for: Callable[[str], ManagementEnvironment], state: StateDir
+    run: MirrorRun, env_for: Callable[[MirrorMember], ManagementEnvironment], state: StateDir
 ) -> list[MemberOutcome]:
-    """One provisioning pass over every member (``env_for``: how a member's management is reached); the
-    outcome is kept in the state dir, whose entities are what the next pass (or run) looks after."""
+    """One provisioning round over every member (``env_for``: how a member's management is reached); the
+    outcome is kept in the state dir, whose entities are what the next round (or run) looks after."""
     path = state.mirror_dir(run.namespace, run.name) / "status.json"
-    recorded = _recorded(path)
-    desired = desired_by_member(run.plan, [m.name for m in run.spec.members])
-    outcomes = list(
-        await asyncio.gather(
-            *(
-                provision_member(
-                    run.secrets, run.namespace, m, desired[m.name], recorded.get(m.name, ()), env_for(m.name)
-                )
-                for m in run.spec.members
-            )
-        )
+    found = await mirror_round(
+        MirrorPorts(run.secrets, env_for, tasks=None),
+        namespace=run.namespace,
+        spec=run.spec,
+        plan=run.plan,
+        previous=recorded_outcomes(_recorded(path)),
+        provision=True,
     )
+    outcomes = found.outcomes
     status = {"members": [o.status() for o in outcomes], "done": {o.name: list(o.done) for o in outcomes}}
     write_atomically(path, json.dumps(status, indent=2))
     return outcomes
 
 
-def _recorded(path: Path) -> dict[str, tuple[str, ...]]:
+def _recorded(path: Path) -> dict[str, Any]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return {}
-    return {str(m.get("name")): tuple(m.get("entities") or ()) for m in raw.get("members") or []}
+    return raw if isinstance(raw, dict) else {}
 
 
 def mirror_row(run: MirrorRun, outcomes: Sequence[MemberOutcome], tasks: Mapping[str, TaskRow]) -> TaskRow:
     """The mirror's line: the operator's roll-up of members and pairs (Ready once every member is
     provisioned and every pair's task runs), with the pairs' figures summed."""
-    pairs = pairs_of(run.plan, run.spec, run.name)
+    pairs = run.plan.pairs
     rows = {p.task_name: tasks.get(f"{run.namespace}/{p.task_name}") for p in pairs}
     found = rollup(
         list(outcomes),

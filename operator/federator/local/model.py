@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -15,6 +15,7 @@ from federator.local.references import LocalSecrets, SupportingDocuments, Unreso
 from federator.local.state import StateDir
 from federator.planning.mirror import MirrorPlan
 from federator.settings import OperatorSettings
+from federator.validation.documents import Document
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 from federator_contract.emulatorconfig import EmulatorConfig
@@ -163,6 +164,19 @@ class TaskManifest:
     """Emulator entities the mirror creates at run time (`EmulatorLayout.add`)."""
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Controlled(Generic[M]):
+    """A mirror or a failover group as its local controller needs it: names, spec, and its Secrets."""
+
+    namespace: str
+    name: str
+    spec: M
+    secrets: LocalSecrets = field(repr=False)
+
+
 @dataclass
 class PlanContext:
     """What expanding a document may read and add to."""
@@ -174,11 +188,14 @@ class PlanContext:
     state: StateDir
     settings: OperatorSettings
 
-    def resolve_secrets(self, label: str, namespace: str, spec: BaseModel) -> LocalSecrets | None:
-        """Every Secret key ``spec`` references; None, with the document noted as failed and why, when
-        one cannot be had."""
+    def controlled(self, doc: Document, model: type[M]) -> Controlled[M] | None:
+        """The document's spec and every Secret key it references; None, with the document noted as
+        failed and why, when a key cannot be had."""
+        meta = doc.body["metadata"]
+        namespace = meta.get("namespace") or "default"
+        spec = model.model_validate(doc.body["spec"])
         found = LocalSecrets.resolve(self.supporting, namespace, spec, self.environ)
         if isinstance(found, Unresolved):
-            self.plan.notes.append(Note(label, f"{found.reason}: {found.message}", failed=True))
+            self.plan.notes.append(Note(doc.label, f"{found.reason}: {found.message}", failed=True))
             return None
-        return found
+        return Controlled(namespace, meta["name"], spec, found)

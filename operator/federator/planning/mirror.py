@@ -46,11 +46,29 @@ class QueuePlan:
     owner_marker: str
 
 
+@dataclass(frozen=True)
+class Pair:
+    """One generated ReplicationTask and the members it copies between."""
+
+    source: str
+    target: str
+    task: dict[str, Any]
+
+    @property
+    def task_name(self) -> str:
+        return str(self.task["metadata"]["name"])
+
+
 @dataclass
 class MirrorPlan:
     subscriptions: list[SubscriptionPlan] = field(default_factory=list)
     queues: list[QueuePlan] = field(default_factory=list)
-    tasks: list[dict[str, Any]] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        """The generated ReplicationTasks, one per pair."""
+        return [pair.task for pair in self.pairs]
 
     def provisioning(self) -> dict[str, Any]:
         """The Service Bus part as plain data (for `federator render`)."""
@@ -148,7 +166,9 @@ def _replicate_topics(
                 }
             ],
         }
-        plan.tasks.append(_task(name, namespace, spec, source, target, task_spec, owner))
+        plan.pairs.append(
+            Pair(source, target, _task(name, namespace, spec, source, target, task_spec, owner))
+        )
 
 
 def _spill(
@@ -190,7 +210,8 @@ def _spill(
                 },
             }
             suffix = f"-{index}" if len(settings.entities) > 1 else ""
-            plan.tasks.append(_task(name, namespace, spec, source, target + suffix, task_spec, owner))
+            task = _task(name, namespace, spec, source, target + suffix, task_spec, owner)
+            plan.pairs.append(Pair(source, target, task))
 
 
 def _dead_letters(entity: QueueOrSubscription) -> dict[str, Any]:

@@ -1,12 +1,16 @@
-"""One round of a FailoverGroup: probe every member, check the drain while failing back, step the state
-machine, publish the endpoints (ConfigMap, DNS), and say what changed. The handler runs it every
-`spec.probe.periodSeconds` and writes the result."""
+"""One round of a FailoverGroup, the same in a cluster and in local mode: probe every member, check the
+drain while failing back, step the state machine, publish the endpoints and the DNS records, and say what
+changed. What differs between the two is given as ports (`GroupPorts`): where Secrets are read, which
+emulator namespaces exist, where the endpoints are published and who writes DNS records. The cluster's
+adapters are here (`reconcile`: the endpoints ConfigMap, Azure DNS); local mode's are in local/groups.py.
+The handler runs a round every `spec.probe.periodSeconds` and writes the result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -14,6 +18,8 @@ from federator import reasons
 from federator.apply.children import Outcome, ensure
 from federator.failover.conditions import assess
 from federator.failover.connections import resolve_connection
+from federator.failover.dns import DnsPublisher
+from federator.failover.probes import Prober
 from federator.failover.publishing import config_map_name, dns_record_sets, endpoints_config_map
 from federator.failover.replication import replication_to_members
 from federator.failover.rounds import probe_and_step
@@ -23,6 +29,7 @@ from federator.kube.client import CONFIGMAPS, KubeClient, ResourceRef
 from federator.planning.errors import PlanningError
 from federator.planning.task import Owner
 from federator.provision.errors import ManagementError
+from federator.provision.secrets import SecretSource
 from federator.status import conditions as cond
 from federator.status.events import Note
 from federator.status.results import Findings, Result, status_result
@@ -35,6 +42,104 @@ from federator_contract.api.kinds import FAILOVER_GROUP
 TASKS = ResourceRef(API_VERSION, "replicationtasks")  # their lag: what a switch would leave behind
 
 
+class EndpointsPublisher(Protocol):
+    """Where a group's endpoints are published (the keys of `endpoints_config_map`)."""
+
+    @property
+    def description(self) -> str:
+        """What is published, in words (`endpoints ConfigMap`)."""
+        ...
+
+    async def publish(self, config_map: dict[str, Any]) -> str | None:
+        """Publish; returns what was put back when a published copy had been changed (None otherwise)."""
+        ...
+
+
+@dataclass(frozen=True)
+class GroupPorts:
+    """What a group round reads and writes through, where a cluster and local mode differ."""
+
+    secrets: SecretSource
+    """Where the members' Secrets are read: the API, or in local mode the environment and the manifests'
+    Secret documents."""
+    prober: Prober
+    endpoints: EndpointsPublisher
+    dns: DnsPublisher | None
+    """Who writes the group's DNS records; None when they are not written (local mode, for a zone the
+    emulator does not serve: it never writes to Azure DNS)."""
+    emulators: Mapping[str, str] = field(default_factory=dict)
+    """Local mode: emulator namespace → AMQP connection string. Empty in a cluster, where emulator members
+    are refused (EmulatorOnlyInLocalMode)."""
+    tasks: Callable[[str], Awaitable[list[dict[str, Any]]]] | None = None
+    """The ReplicationTask objects of a namespace, whose lag (`status.lag`) decides when a planned switch
+    may go and what a forced one leaves behind. None in local mode, which reports no lag to groups."""
+
+
+@dataclass
+class GroupRound:
+    findings: Findings
+    switches: list[Switch]
+    state: GroupState | None
+    """The state after the round; None when it stopped before probing (a connection could not be had)."""
+    dns_error: ManagementError | None = None
+    """Why the DNS records were not written, when they were not."""
+
+
+async def group_round(
+    ports: GroupPorts,
+    *,
+    name: str,
+    namespace: str,
+    uid: str | None,
+    spec: FailoverGroupSpec,
+    state: GroupState,
+    now: datetime,
+) -> GroupRound:
+    """One round from `state` (what the previous round left: status in a cluster, the state dir in local
+    mode)."""
+    try:
+        connections = {
+            m.name: await resolve_connection(
+                ports.secrets, namespace, m.connection, ports.emulators, f"member {m.name}"
+            )
+            for m in spec.members
+        }
+    except (PlanningError, ManagementError) as err:
+        stalled = Findings(cond.stalled(err.reason, err.message), retry_after=spec.probe.period_seconds)
+        return GroupRound(stalled, [], None)
+    tasks = await ports.tasks(namespace) if ports.tasks is not None else None
+    replication = replication_to_members(spec, state.producer, tasks) if tasks is not None else None
+    stepped = await probe_and_step(ports.prober, spec, state, connections, now, replication)
+    if tasks is not None:  # the producers may have moved
+        replication = replication_to_members(spec, stepped.state.producer, tasks)
+    notes = list(stepped.notes)
+    owner = Owner(API_VERSION, FAILOVER_GROUP.kind, name, uid) if uid else None
+    restored = await ports.endpoints.publish(
+        endpoints_config_map(name, namespace, spec, stepped.state, owner)
+    )
+    if restored is not None and not stepped.switches:
+        notes.append(Note("Warning", "DriftCorrected", f"{restored} was changed; restored"))
+    updates = assess(spec, stepped.state, replication)
+    retry_after = None  # set when the round ends blocked (counted in federator_reconcile_errors_total)
+    dns_error = None
+    if spec.publishing.dns is not None and ports.dns is not None:
+        try:
+            await ports.dns.publish(
+                ports.secrets, namespace, name, spec.publishing.dns.zone, dns_record_sets(spec, stepped.state)
+            )
+        except ManagementError as err:
+            dns_error = err
+            triad = cond.reconciling if err.retryable else cond.stalled
+            message = f"{ports.endpoints.description} published; DNS not: {err.message}"
+            updates = [*triad(err.reason, message), *updates[3:]]
+            retry_after = float(spec.probe.period_seconds)
+    fields = stepped.state.status_fields()
+    if replication is not None:
+        fields["replication"] = [r.to_status() for r in replication.values()]
+    found = Findings(updates, fields, notes, retry_after)
+    return GroupRound(found, stepped.switches, stepped.state, dns_error)
+
+
 @dataclass
 class GroupResult:
     result: Result
@@ -44,58 +149,51 @@ class GroupResult:
 async def reconcile(
     client: KubeClient, runtime: FailoverRuntime, body: dict[str, Any], now: datetime | None = None
 ) -> GroupResult:
-    """One round for the group in `body` (its current status included)."""
-    findings, switches = await _round(client, runtime, body, now or datetime.now(UTC).replace(microsecond=0))
-    return GroupResult(
-        status_result(body, findings, spec_warnings(FAILOVER_GROUP, body.get("spec"))), switches
-    )
-
-
-async def _round(
-    client: KubeClient, runtime: FailoverRuntime, body: dict[str, Any], now: datetime
-) -> tuple[Findings, list[Switch]]:
+    """One round in a cluster for the group in `body` (its current status included)."""
     meta, spec_raw = body["metadata"], body.get("spec") or {}
-    namespace, name = meta["namespace"], meta["name"]
     problems = semantic_problems(FAILOVER_GROUP, spec_raw)
     if problems:
         message = "; ".join(str(p) for p in problems)
-        return Findings(cond.stalled(reasons.INVALID_SPEC, message), retry_after=_period(spec_raw)), []
-    spec = FailoverGroupSpec.model_validate(spec_raw)
-    try:
-        connections = {
-            m.name: await resolve_connection(
-                client, namespace, m.connection, runtime.emulators, f"member {m.name}"
-            )
-            for m in spec.members
-        }
-    except (PlanningError, ManagementError) as err:
-        return Findings(cond.stalled(err.reason, err.message), retry_after=spec.probe.period_seconds), []
-    state = GroupState.from_status(body.get("status"))
-    tasks = ((await client.get(TASKS.path(namespace))) or {}).get("items", [])
-    replication = replication_to_members(spec, state.producer, tasks)
-    stepped = await probe_and_step(runtime.prober, spec, state, connections, now, replication)
-    replication = replication_to_members(spec, stepped.state.producer, tasks)  # the producers may have moved
-    notes = list(stepped.notes)
-    owner = Owner(API_VERSION, FAILOVER_GROUP.kind, name, meta["uid"]) if meta.get("uid") else None
-    config_map = endpoints_config_map(name, namespace, spec, stepped.state, owner)
-    outcome, _ = await ensure(client, CONFIGMAPS, config_map)
-    if outcome is Outcome.RESTORED and not stepped.switches:
-        cm = config_map_name(name, spec)
-        notes.append(Note("Warning", "DriftCorrected", f"ConfigMap {cm} was changed; restored"))
-    updates = assess(spec, stepped.state, replication)
-    retry_after = None  # set when the round ends blocked (counted in federator_reconcile_errors_total)
-    if spec.publishing.dns is not None:
-        try:
-            await runtime.dns.publish(
-                client, namespace, name, spec.publishing.dns.zone, dns_record_sets(spec, stepped.state)
-            )
-        except ManagementError as err:
-            triad = cond.reconciling if err.retryable else cond.stalled
-            message = f"endpoints ConfigMap published; DNS not: {err.message}"
-            updates = [*triad(err.reason, message), *updates[3:]]
-            retry_after = float(spec.probe.period_seconds)
-    fields = {**stepped.state.status_fields(), "replication": [r.to_status() for r in replication.values()]}
-    return Findings(updates, fields, notes, retry_after), stepped.switches
+        invalid = Findings(cond.stalled(reasons.INVALID_SPEC, message), retry_after=_period(spec_raw))
+        return GroupResult(status_result(body, invalid, spec_warnings(FAILOVER_GROUP, spec_raw)), [])
+    ports = GroupPorts(
+        client, runtime.prober, ConfigMapEndpoints(client), runtime.dns, tasks=_namespace_tasks(client)
+    )
+    found = await group_round(
+        ports,
+        name=meta["name"],
+        namespace=meta["namespace"],
+        uid=meta.get("uid"),
+        spec=FailoverGroupSpec.model_validate(spec_raw),
+        state=GroupState.from_status(body.get("status")),
+        now=now or datetime.now(UTC).replace(microsecond=0),
+    )
+    warnings = spec_warnings(FAILOVER_GROUP, spec_raw)
+    return GroupResult(status_result(body, found.findings, warnings), found.switches)
+
+
+def _namespace_tasks(client: KubeClient) -> Callable[[str], Awaitable[list[dict[str, Any]]]]:
+    async def tasks(namespace: str) -> list[dict[str, Any]]:
+        return list(((await client.get(TASKS.path(namespace))) or {}).get("items", []))
+
+    return tasks
+
+
+@dataclass(frozen=True)
+class ConfigMapEndpoints:
+    """The endpoints ConfigMap, owned by the group."""
+
+    client: KubeClient
+
+    @property
+    def description(self) -> str:
+        return "endpoints ConfigMap"
+
+    async def publish(self, config_map: dict[str, Any]) -> str | None:
+        meta = config_map["metadata"]
+        stored = await self.client.get(CONFIGMAPS.path(meta["namespace"], meta["name"]))
+        outcome, _ = await ensure(self.client, CONFIGMAPS, config_map, stored)
+        return f"ConfigMap {meta['name']}" if outcome is Outcome.RESTORED else None
 
 
 def _period(spec_raw: dict[str, Any]) -> float:

@@ -73,11 +73,14 @@ async def _pass(
     # A FailoverGroup switch re-plans the children: announced as such, not as drift.
     switch = await member_switch(client, plan, following)
     notes = [switch] if switch is not None else []
-    if (await ensure(client, CONFIGMAPS, plan.config_map))[0] is Outcome.RESTORED and switch is None:
+    stored = await client.get(CONFIGMAPS.path(meta["namespace"], plan.spark_app.config_map))
+    if (await ensure(client, CONFIGMAPS, plan.config_map, stored))[0] is Outcome.RESTORED and switch is None:
         notes.append(
             Note("Warning", "DriftCorrected", f"ConfigMap {plan.spark_app.config_map} was changed; restored")
         )
-    outcome, app = await ensure(client, app_ref, render_spark_application(plan.launcher, plan.spark_app))
+    desired = render_spark_application(plan.launcher, plan.spark_app)
+    stored = await client.get(app_ref.path(meta["namespace"], plan.spark_app.name))
+    outcome, app = await ensure(client, app_ref, desired, stored)
     existed = bool((body.get("status") or {}).get("sparkApplication"))
     if outcome is Outcome.CREATED and existed:
         notes.append(

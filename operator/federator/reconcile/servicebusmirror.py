@@ -1,21 +1,26 @@
-"""One reconciliation pass of a ServiceBusMirror: provision every member (when due), keep the generated
-ReplicationTasks as planned, and roll members and pairs up into honest status. Returns what to write and
-say; the handler does that. Deleting a mirror removes its tasks and what it provisioned."""
+"""One round of a ServiceBusMirror, the same in a cluster and in local mode: provision every member (when
+due), apply the generated ReplicationTasks of the pairs whose two members are provisioned, and roll members
+and pairs up into honest status. What differs between the two is given as ports (`MirrorPorts`): where
+Secrets are read, how each member's management API is reached, and how the pairs' tasks are applied. The
+cluster's adapters are here (`reconcile`); local mode's are in local/mirrors.py. Deleting a mirror removes
+its tasks and what it provisioned (a cluster only)."""
 
 from __future__ import annotations
 
 import asyncio
 import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from federator import reasons
 from federator.apply.children import Outcome, ensure
 from federator.kube.client import KubeClient, ResourceRef
-from federator.planning.mirror import MirrorPlan, plan_mirror
+from federator.planning.mirror import MirrorPlan, Pair, plan_mirror
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome, deprovision_member, provision_member
 from federator.provision.model import desired_by_member
+from federator.provision.secrets import SecretSource
 from federator.status import conditions as cond
 from federator.status.events import Note
 from federator.status.results import Findings, Result, status_result
@@ -23,53 +28,71 @@ from federator.validation.semantic import semantic_problems
 from federator.validation.warnings import spec_warnings
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.kinds import SERVICE_BUS_MIRROR
-from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
 
 TASKS = ResourceRef(API_VERSION, "replicationtasks")
 MIRROR_LABEL = "federator.io/servicebusmirror"
 RULES_PROVISIONED, TASKS_READY = "RulesProvisioned", "TasksReady"
 
 
+class PairTasks(Protocol):
+    """How the tasks of a mirror's pairs are applied."""
+
+    async def apply(
+        self, ready: Sequence[Pair], waiting: Sequence[Pair]
+    ) -> tuple[dict[str, dict[str, Any] | None], list[Note]]:
+        """Apply the tasks of the `ready` pairs (both members provisioned); keep what the `waiting` ones
+        have (a transient failure must not stop replication that works). Returns every pair's task as
+        stored (by task name; None: none yet) and what was done, in words."""
+        ...
+
+
 @dataclass(frozen=True)
-class Pair:
-    """One generated ReplicationTask and the members it copies between."""
+class MirrorPorts:
+    """What a mirror round reads and writes through, where a cluster and local mode differ."""
 
-    source: str
-    target: str
-    task: dict[str, Any]
-
-    @property
-    def task_name(self) -> str:
-        return str(self.task["metadata"]["name"])
-
-
-async def reconcile(
-    client: KubeClient, env: ManagementEnvironment, body: dict[str, Any], *, provision: bool
-) -> Result:
-    """One pass for the mirror in `body`. `provision=False` reuses the member outcomes recorded in status
-    (members are re-read every drift interval, not at every status refresh)."""
-    found = await _pass(client, env, body, provision)
-    return status_result(body, found, spec_warnings(SERVICE_BUS_MIRROR, body.get("spec")))
+    secrets: SecretSource
+    """Where Secrets are read: the API, or in local mode the environment and the manifests' Secrets."""
+    management: Callable[[MirrorMember], ManagementEnvironment]
+    """How a member's management API is reached: the operator's environment (ARM, TLS trust), or in local
+    mode the emulator's for members in it."""
+    tasks: PairTasks | None
+    """How the pairs' tasks are applied: ReplicationTask objects (`ClusterTasks`). None in local mode,
+    whose session starts a pair's Spark application once both its members are provisioned."""
 
 
-async def _pass(
-    client: KubeClient, env: ManagementEnvironment, body: dict[str, Any], provision: bool
-) -> Findings:
-    meta, spec_raw = body["metadata"], body.get("spec") or {}
-    problems = semantic_problems(SERVICE_BUS_MIRROR, spec_raw)
-    if problems:
-        return Findings(cond.stalled(reasons.INVALID_SPEC, "; ".join(str(p) for p in problems)))
-    spec = ServiceBusMirrorSpec.model_validate(spec_raw)
-    namespace = meta["namespace"]
-    plan = plan_mirror(name=meta["name"], namespace=namespace, spec=spec, uid=meta.get("uid"))
-    status = body.get("status") or {}
-    previous = {m.get("name"): MemberOutcome.from_status(m) for m in status.get("members") or []}
-    desired = desired_by_member(plan, [m.name for m in spec.members])
+@dataclass(frozen=True)
+class MirrorRound:
+    findings: Findings
+    outcomes: list[MemberOutcome]
+    """Each member's provisioning outcome, in the order of the spec's members."""
+
+
+async def mirror_round(
+    ports: MirrorPorts,
+    *,
+    namespace: str,
+    spec: ServiceBusMirrorSpec,
+    plan: MirrorPlan,
+    previous: Mapping[str, MemberOutcome],
+    provision: bool,
+) -> MirrorRound:
+    """One round. `previous`: the member outcomes the last round recorded (status in a cluster, the state
+    dir in local mode); with `provision=False` they are reused instead of re-reading the members, unless
+    a member has none."""
     if provision or any(m.name not in previous for m in spec.members):
+        desired = desired_by_member(plan, [m.name for m in spec.members])
         outcomes = list(
             await asyncio.gather(
                 *(
-                    provision_member(client, namespace, m, desired[m.name], _entities(previous, m.name), env)
+                    provision_member(
+                        ports.secrets,
+                        namespace,
+                        m,
+                        desired[m.name],
+                        _entities(previous, m.name),
+                        ports.management(m),
+                    )
                     for m in spec.members
                 )
             )
@@ -77,38 +100,49 @@ async def _pass(
     else:
         outcomes = [previous[m.name] for m in spec.members]
     notes = [note for outcome in outcomes for note in _provisioning_notes(outcome)]
-    pairs = pairs_of(plan, spec, meta["name"])
-    tasks, task_notes = await _ensure_tasks(client, namespace, pairs, outcomes, status)
-    task_notes += await _remove_obsolete_tasks(client, meta, {p.task_name for p in pairs})
-    found = rollup(outcomes, pairs, tasks)
-    found.notes[:0] = notes + task_notes
-    return found
+    tasks: dict[str, dict[str, Any] | None] = {}
+    if ports.tasks is not None:
+        provisioned = {o.name for o in outcomes if o.state == "Provisioned"}
+        ready = [p for p in plan.pairs if {p.source, p.target} <= provisioned]
+        tasks, task_notes = await ports.tasks.apply(ready, [p for p in plan.pairs if p not in ready])
+        notes += task_notes
+    found = rollup(outcomes, plan.pairs, tasks)
+    found.notes[:0] = notes
+    return MirrorRound(found, outcomes)
 
 
-def _entities(previous: dict[Any, MemberOutcome], member: str) -> tuple[str, ...]:
+async def reconcile(
+    client: KubeClient, env: ManagementEnvironment, body: dict[str, Any], *, provision: bool
+) -> Result:
+    """One round for the mirror in `body`, in a cluster. `provision=False` reuses the member outcomes
+    recorded in status (members are re-read every drift interval, not at every status refresh)."""
+    meta, spec_raw = body["metadata"], body.get("spec") or {}
+    problems = semantic_problems(SERVICE_BUS_MIRROR, spec_raw)
+    if problems:
+        invalid = Findings(cond.stalled(reasons.INVALID_SPEC, "; ".join(str(p) for p in problems)))
+        return status_result(body, invalid, spec_warnings(SERVICE_BUS_MIRROR, spec_raw))
+    spec = ServiceBusMirrorSpec.model_validate(spec_raw)
+    status = body.get("status") or {}
+    ports = MirrorPorts(client, lambda _: env, ClusterTasks(client, meta, status))
+    found = await mirror_round(
+        ports,
+        namespace=meta["namespace"],
+        spec=spec,
+        plan=plan_mirror(name=meta["name"], namespace=meta["namespace"], spec=spec, uid=meta.get("uid")),
+        previous=recorded_outcomes(status),
+        provision=provision,
+    )
+    return status_result(body, found.findings, spec_warnings(SERVICE_BUS_MIRROR, spec_raw))
+
+
+def recorded_outcomes(status: Mapping[str, Any]) -> dict[str, MemberOutcome]:
+    """The member outcomes a status (a cluster's, or local mode's file) recorded, by member name."""
+    return {str(m.get("name")): MemberOutcome.from_status(m) for m in status.get("members") or []}
+
+
+def _entities(previous: Mapping[str, MemberOutcome], member: str) -> tuple[str, ...]:
     outcome = previous.get(member)
     return outcome.entities if outcome is not None else ()
-
-
-def pairs_of(plan: MirrorPlan, spec: ServiceBusMirrorSpec, mirror: str) -> list[Pair]:
-    """The source and target member of each generated task: the source is the member whose connection the
-    task reads from; the target is named by the task's target (topic patterns) or is the other member
-    (spillover pairs exactly two)."""
-    members = [
-        (m.name, m.connection.model_dump(by_alias=True, exclude_none=True, mode="json")) for m in spec.members
-    ]
-    names = [name for name, _ in members]
-    pairs = []
-    for task in plan.tasks:
-        source_connection = task["spec"]["source"]["serviceBus"]["connection"]
-        candidates = [name for name, connection in members if connection == source_connection]
-        if len(candidates) > 1:  # members sharing a connection: the task's name says which
-            candidates = [c for c in candidates if task["metadata"]["name"].startswith(f"{mirror}-{c}-")]
-        source = candidates[0]
-        named = task["spec"]["targets"][0]["name"]
-        target = named if named in names else next(n for n in names if n != source)
-        pairs.append(Pair(source, target, task))
-    return pairs
 
 
 def _provisioning_notes(outcome: MemberOutcome) -> list[Note]:
@@ -120,33 +154,42 @@ def _provisioning_notes(outcome: MemberOutcome) -> list[Note]:
     return []
 
 
-async def _ensure_tasks(
-    client: KubeClient,
-    namespace: str,
-    pairs: list[Pair],
-    outcomes: list[MemberOutcome],
-    status: dict[str, Any],
-) -> tuple[dict[str, dict[str, Any] | None], list[Note]]:
-    """Create or restore the task of every pair whose two members are provisioned; a pair waiting on a
-    member keeps the task it has (a transient failure must not stop replication that works)."""
-    ready_members = {o.name for o in outcomes if o.state == "Provisioned"}
-    reported = {p.get("taskName") for p in status.get("pairs") or [] if p.get("reason")}
-    tasks: dict[str, dict[str, Any] | None] = {}
-    notes = []
-    for pair in pairs:
-        name = pair.task_name
-        if pair.source not in ready_members or pair.target not in ready_members:
-            tasks[name] = await client.get(TASKS.path(namespace, name))
-            continue
-        outcome, tasks[name] = await ensure(client, TASKS, pair.task)
-        if outcome is Outcome.CREATED and name in reported:
-            notes.append(Note("Warning", "DriftCorrected", f"ReplicationTask {name} was deleted; recreated"))
-        elif outcome is Outcome.CREATED:
-            message = f"ReplicationTask {name} created for {pair.source} → {pair.target}"
-            notes.append(Note("Normal", "TaskCreated", message))
-        elif outcome is Outcome.RESTORED:
-            notes.append(Note("Warning", "DriftCorrected", f"ReplicationTask {name} was changed; restored"))
-    return tasks, notes
+@dataclass(frozen=True)
+class ClusterTasks:
+    """The pairs' tasks as ReplicationTask objects owned by the mirror."""
+
+    client: KubeClient
+    meta: dict[str, Any]
+    """The mirror's metadata (the owner)."""
+    status: dict[str, Any]
+    """The mirror's status: pairs that were reported before were created before."""
+
+    async def apply(
+        self, ready: Sequence[Pair], waiting: Sequence[Pair]
+    ) -> tuple[dict[str, dict[str, Any] | None], list[Note]]:
+        namespace = self.meta["namespace"]
+        reported = {p.get("taskName") for p in self.status.get("pairs") or [] if p.get("reason")}
+        tasks: dict[str, dict[str, Any] | None] = {}
+        notes = []
+        for pair in waiting:
+            tasks[pair.task_name] = await self.client.get(TASKS.path(namespace, pair.task_name))
+        for pair in ready:
+            name = pair.task_name
+            stored = await self.client.get(TASKS.path(namespace, name))
+            outcome, tasks[name] = await ensure(self.client, TASKS, pair.task, stored)
+            if outcome is Outcome.CREATED and name in reported:
+                notes.append(
+                    Note("Warning", "DriftCorrected", f"ReplicationTask {name} was deleted; recreated")
+                )
+            elif outcome is Outcome.CREATED:
+                message = f"ReplicationTask {name} created for {pair.source} → {pair.target}"
+                notes.append(Note("Normal", "TaskCreated", message))
+            elif outcome is Outcome.RESTORED:
+                notes.append(
+                    Note("Warning", "DriftCorrected", f"ReplicationTask {name} was changed; restored")
+                )
+        planned = {p.task_name for p in [*ready, *waiting]}
+        return tasks, notes + await _remove_obsolete_tasks(self.client, self.meta, planned)
 
 
 async def _owned_tasks(client: KubeClient, meta: dict[str, Any]) -> list[dict[str, Any]]:
@@ -171,7 +214,7 @@ async def _remove_obsolete_tasks(client: KubeClient, meta: dict[str, Any], plann
 
 
 def rollup(
-    outcomes: list[MemberOutcome], pairs: list[Pair], tasks: dict[str, dict[str, Any] | None]
+    outcomes: Sequence[MemberOutcome], pairs: Sequence[Pair], tasks: Mapping[str, dict[str, Any] | None]
 ) -> Findings:
     """Members, pairs and conditions. Ready only when every member is provisioned and every pair's task is
     Ready; a member that needs a human, or a stalled task, stalls the mirror (named in the message)."""
@@ -247,9 +290,7 @@ async def delete_mirror(client: KubeClient, env: ManagementEnvironment, body: di
     spec = ServiceBusMirrorSpec.model_validate(body["spec"])
     plan = plan_mirror(name=meta["name"], namespace=meta["namespace"], spec=spec, uid=meta.get("uid"))
     desired = desired_by_member(plan, [m.name for m in spec.members])
-    previous = {
-        m.get("name"): MemberOutcome.from_status(m) for m in (body.get("status") or {}).get("members") or []
-    }
+    previous = recorded_outcomes(body.get("status") or {})
     outcomes = await asyncio.gather(
         *(
             deprovision_member(
