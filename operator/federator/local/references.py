@@ -28,6 +28,7 @@ from federator.kube.client import SECRETS
 from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.planning.task import ConfigMapFile
 from federator.provision.credentials import SERVICE_PRINCIPAL_KEYS
+from federator.provision.secrets import SecretsAtHand
 from federator_contract.api.servicebusmirror import ArmCredential
 
 
@@ -109,14 +110,9 @@ KINDS = ("Secret", "ConfigMap")
 
 
 @dataclass(frozen=True)
-class LocalSecrets:
+class LocalSecrets(SecretsAtHand):
     """The `SecretSource` of local mode (provision/secrets.py): Secret objects holding the keys a mirror
     or a failover group reads, each value from the environment or a Secret document."""
-
-    by_path: Mapping[str, dict[str, Any]]
-
-    async def get(self, path: str) -> dict[str, Any] | None:
-        return self.by_path.get(path)
 
     @classmethod
     def resolve(

@@ -148,10 +148,10 @@ def plan_replication_task(
         "app.kubernetes.io/managed-by": MANAGED_BY,
         "federator.io/replication-task": name,
     }
-    checkpoint_location, pvc = _checkpoint(name, namespace, spec, settings)
+    checkpoint_location, pvc = task_checkpoint(name, namespace, spec, settings)
     secrets = secret_bindings(spec)
     files = config_map_files(spec)
-    config_name = f"{name}-task"
+    config_name = task_config_map_name(name)
     task_config = TaskConfig(
         metadata=TaskMetadata(name=name, namespace=namespace, generation=generation),
         spec=spec,
@@ -184,7 +184,7 @@ def plan_replication_task(
         owner=owner,
         image=runtime.image or settings.spark_image,
         spark_version=settings.spark_version,
-        service_account=runtime.service_account_name or settings.spark_service_account,
+        service_account=task_service_account(spec, settings),
         run_as_user=settings.spark_run_as_user,
         run_as_group=settings.spark_run_as_group,
         main_file=MAIN_APPLICATION_FILE,
@@ -201,11 +201,26 @@ def plan_replication_task(
         workload_identities=workload_identities(spec),
     )
     return TaskPlan(
-        launcher=runtime.launcher or settings.launcher,
+        launcher=task_launcher(spec, settings),
         task_config=task_config,
         config_map=config_map,
         spark_app=app,
     )
+
+
+def task_config_map_name(task: str) -> str:
+    """The task ConfigMap's name."""
+    return f"{task}-task"
+
+
+def task_launcher(spec: ReplicationTaskSpec, settings: OperatorSettings) -> Launcher:
+    """The Spark operator that runs the task: its own choice, else the operator's default."""
+    return spec.runtime.launcher or settings.launcher
+
+
+def task_service_account(spec: ReplicationTaskSpec, settings: OperatorSettings) -> str:
+    """The service account the Spark pods run under (and sign in as, with workload identity)."""
+    return spec.runtime.service_account_name or settings.spark_service_account
 
 
 def task_config_map(
@@ -247,9 +262,10 @@ def child_meta(plan: SparkAppPlan) -> dict[str, Any]:
     return _meta(plan.name, plan.namespace, plan.labels, plan.owner)
 
 
-def _checkpoint(
+def task_checkpoint(
     name: str, namespace: str, spec: ReplicationTaskSpec, settings: OperatorSettings
 ) -> tuple[str, PvcMount | None]:
+    """Where the app checkpoints, and the claim it is on (None for a URI)."""
     checkpoint = spec.runtime.checkpoint
     if checkpoint is not None and checkpoint.uri is not None:
         return checkpoint.uri, None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from federator import reasons
@@ -17,6 +19,16 @@ class SecretSource(Protocol):
     Secret documents of the manifest files (`federator.local.references.LocalSecrets`)."""
 
     async def get(self, path: str) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True)
+class SecretsAtHand:
+    """A `SecretSource` over Secret objects already read, by API path; one not among them does not exist."""
+
+    by_path: Mapping[str, dict[str, Any] | None]
+
+    async def get(self, path: str) -> dict[str, Any] | None:
+        return self.by_path.get(path)
 
 
 async def secret_values(

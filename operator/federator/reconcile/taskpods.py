@@ -1,13 +1,12 @@
 """What a task's Spark pods need from their namespace, checked before they exist: the service account that
-workload identity signs them in as, and a checkpoint claim every pod can mount. Each check reads one
-object (gather) and judges it without I/O (the pure functions below)."""
+workload identity signs them in as, and a checkpoint claim every pod can mount. The pass reads each object
+once (replicationtask_inputs.py); these functions judge it without I/O."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from federator import reasons
-from federator.kube.client import PERSISTENT_VOLUME_CLAIMS, SERVICE_ACCOUNTS, KubeClient
 from federator.planning.task import SparkAppPlan
 from federator.status import conditions as cond
 
@@ -17,16 +16,11 @@ CHECKPOINT_VOLUME_SHARED = "CheckpointVolumeShared"
 READ_WRITE_MANY = "ReadWriteMany"
 
 
-async def workload_identity_problem(client: KubeClient, plan: SparkAppPlan) -> tuple[str, str] | None:
-    """(Stalled reason, message) when the pods could not sign in with workload identity; None when they
-    can, or use none."""
+def judge_service_account(plan: SparkAppPlan, account: dict[str, Any] | None) -> tuple[str, str] | None:
+    """(Stalled reason, message) when the pods could not sign in with workload identity under `account`
+    (their ServiceAccount as stored); None when they can, or use none."""
     if not plan.workload_identities:
         return None
-    account = await client.get(SERVICE_ACCOUNTS.path(plan.namespace, plan.service_account))
-    return judge_service_account(plan, account)
-
-
-def judge_service_account(plan: SparkAppPlan, account: dict[str, Any] | None) -> tuple[str, str] | None:
     where = f"ServiceAccount {plan.namespace}/{plan.service_account}"
     users = ", ".join(use.path for use in plan.workload_identities)
     if account is None:
@@ -49,15 +43,6 @@ def judge_service_account(plan: SparkAppPlan, account: dict[str, Any] | None) ->
                 "them the same (or leave clientId out to use the annotation)"
             )
     return None
-
-
-async def checkpoint_volume(client: KubeClient, plan: SparkAppPlan) -> cond.ConditionUpdate | None:
-    """The informative condition CheckpointVolumeShared; None for a checkpoint on no claim (a file URI)."""
-    if plan.checkpoint_pvc is None:
-        return None
-    name = plan.checkpoint_pvc.claim_name
-    claim = await client.get(PERSISTENT_VOLUME_CLAIMS.path(plan.namespace, name))
-    return judge_checkpoint_claim(f"{plan.namespace}/{name}", plan.executor_instances, claim)
 
 
 def judge_checkpoint_claim(name: str, executors: int, claim: dict[str, Any] | None) -> cond.ConditionUpdate:

@@ -1,0 +1,52 @@
+"""A ReplicationTask's `SourceReachable` condition: a probe of its source, after the pass applied its
+children.
+
+SourceReachable is informative: Ready does not depend on it. The Spark application's own state says
+whether replication runs; a source that stays unreachable shows there too (the app fails and restarts),
+while a blip between two probes must not flip a task's health in Argo CD. Alert on
+`federator_resources{kind="ReplicationTask",condition="SourceReachable",status="False"}` instead."""
+
+from __future__ import annotations
+
+from federator import reasons
+from federator.failover.connections import resolve_connection
+from federator.failover.probes import EntityRef, Prober
+from federator.planning.errors import PlanningError
+from federator.provision.errors import ManagementError
+from federator.provision.secrets import SecretSource
+from federator.status.conditions import ConditionUpdate
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+
+SOURCE_REACHABLE = "SourceReachable"
+SOURCE_PROBE_TIMEOUT_SECONDS = 5.0
+
+
+async def source_reachable(
+    secrets: SecretSource, prober: Prober, namespace: str, spec: ReplicationTaskSpec
+) -> ConditionUpdate:
+    """Probes the source of `spec` (connections already concrete: planning/following.py)."""
+    source = spec.source.event_hub or spec.source.service_bus
+    assert source is not None
+    try:
+        connection = await resolve_connection(
+            secrets, namespace, source.connection, where="spec.source connection"
+        )
+    except (PlanningError, ManagementError) as err:
+        return ConditionUpdate(SOURCE_REACHABLE, "Unknown", err.reason, err.message)
+    if spec.source.event_hub is not None:
+        hub = spec.source.event_hub
+        entity = EntityRef("eventHub", hub.event_hub_name, consumer_group=hub.consumer_group)
+    else:
+        bus = spec.source.service_bus
+        assert bus is not None
+        entity = (
+            EntityRef("queue", bus.queue_name)
+            if bus.queue_name is not None
+            else EntityRef("subscription", bus.topic_name or "", bus.subscription_name)
+        )
+    outcome = await prober.probe(connection, entity, SOURCE_PROBE_TIMEOUT_SECONDS)
+    if outcome.healthy:
+        return ConditionUpdate(SOURCE_REACHABLE, "True", reasons.SOURCE_REACHABLE, f"{entity} answers")
+    return ConditionUpdate(
+        SOURCE_REACHABLE, "False", reasons.SOURCE_UNREACHABLE, f"{entity}: {outcome.message}"
+    )
