@@ -19,7 +19,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import kopf
 import yaml
 
 # The faithful fake API server lives with the test support (run from the repository root: `-m bench.…`).
@@ -117,6 +116,7 @@ def baseline(count: int) -> float:
 
 def run(count: int) -> dict[str, Any]:
     import federator.handlers  # noqa: F401 — registers the handlers
+    from federator.handlers.context import OperatorContext
     from federator.settings import OperatorSettings
 
     server = ApiServer()
@@ -134,7 +134,7 @@ def run(count: int) -> dict[str, Any]:
         )
     )
     os.environ["KUBECONFIG"] = str(kubeconfig)
-    memo: Any = kopf.Memo(federator=OperatorSettings(observe_interval_seconds=60), serve_metrics=False)
+    memo = OperatorContext(OperatorSettings(observe_interval_seconds=60), serve_metrics=False)
     rss_before = rss_mb()
     try:
         with running_operator(namespaces=[NS], memo=memo, ready_timeout=30):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 import kopf
 
+from federator.handlers.context import OperatorContext
 from federator.settings import OperatorSettings
 
 
@@ -22,7 +22,6 @@ def run(
     """Blocks until the operator is stopped (SIGTERM/SIGINT)."""
     import federator.handlers  # noqa: F401 — registers the handlers with kopf's default registry
 
-    memo: Any = kopf.Memo(federator=settings or OperatorSettings.from_env())
     asyncio.run(
         kopf.operator(
             clusterwide=all_namespaces,
@@ -32,7 +31,7 @@ def run(
             # With replicas > 1, peering elects one active instance; alone, no peering objects are needed.
             standalone=peering is None,
             peering_name=peering,
-            memo=memo,
+            memo=OperatorContext(settings),
         )
     )
 

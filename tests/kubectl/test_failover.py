@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import kopf
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from plugin_helpers import API, Plugin, create, plugin_process, read_until
 from plugin_seeds import following_task, group, ready
 
+from federator.handlers.context import OperatorContext
 from federator.kube.client import JSON_PATCH
 from federator.kubectl.cluster import PluginError
 from federator.kubectl.failover import NothingToDo, plan_switch, show
@@ -176,9 +176,7 @@ def operator(
             "stringData": {"connectionString": emulator.connection_string()},
         }
         create(kube, secret)
-    memo: Any = kopf.Memo(
-        federator=OperatorSettings(observe_interval_seconds=1, retry_seconds=1), serve_metrics=False
-    )
+    memo = OperatorContext(OperatorSettings(observe_interval_seconds=1, retry_seconds=1), serve_metrics=False)
     with running_operator(namespaces=["default"], memo=memo):
         yield kube
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import kopf
 import pytest
 
+from federator.handlers.context import OperatorContext
 from federator.settings import OperatorSettings
 from support.kopf_runner import running_operator
 from support.kube import KubeServer
@@ -30,6 +29,6 @@ def federator_operator(
     import federator.handlers  # noqa: F401 — registers the handlers
 
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    memo: Any = kopf.Memo(federator=operator_settings, serve_metrics=False)
+    memo = OperatorContext(operator_settings, serve_metrics=False)
     with running_operator(namespaces=[NS], memo=memo):
         yield kube

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import kopf
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.dns import DnsManagementClient
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from federator import metrics
+from federator.handlers.context import OperatorContext
 from federator.provision.environment import ManagementEnvironment
 from federator.settings import OperatorSettings
 from federator_emulator.server import RunningEmulator
@@ -73,7 +73,7 @@ def operator(
         credential_factory=lambda source: AsyncEmulatorCredential(members.neu),
     )
     settings = OperatorSettings(observe_interval_seconds=1, retry_seconds=1)
-    memo: Any = kopf.Memo(federator=settings, management=management, serve_metrics=False)
+    memo = OperatorContext(settings, management, serve_metrics=False)
     for name in ("weu", "neu"):
         kube.request(
             "POST", SECRETS, secret(f"{name}-conn", {"connectionString": members[name].connection_string()})
@@ -315,6 +315,7 @@ def test_failback_moves_producers_first_and_a_following_task_after_the_drain(
     assert task["spec"]["source"]["serviceBus"]["connection"] == {
         "secretRef": {"name": "weu-conn", "key": "connectionString"}
     }
+
     # The task's config and its SparkApplication are applied one after the other in one pass.
     def following_of_app() -> str | None:
         app = get(kube, f"{APPS}/archive")

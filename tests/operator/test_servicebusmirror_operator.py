@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import kopf
 import pytest
 from azure.servicebus.management import ServiceBusAdministrationClient
 
+from federator.handlers.context import OperatorContext
 from federator.provision.environment import ManagementEnvironment
 from federator.settings import OperatorSettings
 from federator_emulator.server import RunningEmulator, start_emulator
@@ -57,7 +57,7 @@ def operator(
         drift_interval_seconds=1,
     )
     settings = OperatorSettings(observe_interval_seconds=1, retry_seconds=1)
-    memo: Any = kopf.Memo(federator=settings, management=management, serve_metrics=False)
+    memo = OperatorContext(settings, management, serve_metrics=False)
     with running_operator(namespaces=[NS], memo=memo):
         yield kube
 

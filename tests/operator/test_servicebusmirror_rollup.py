@@ -130,9 +130,7 @@ def test_pairs_name_their_members_for_every_pattern() -> None:
         activePassive={"primaryMember": "p", "timeToLiveSeconds": 60},
     )
     plan = plan_mirror(name="m", namespace="ns", spec=active_passive)
-    assert [(p.source, p.target, p.task_name) for p in plan.pairs] == [
-        ("p", "s", "m-p-s")
-    ]
+    assert [(p.source, p.target, p.task_name) for p in plan.pairs] == [("p", "s", "m-p-s")]
     spill = spec("spillover", ["l", "r"], spillover={"entities": [{"queueName": "q1"}, {"queueName": "q2"}]})
     plan = plan_mirror(name="m", namespace="ns", spec=spill)
     assert [(p.source, p.target, p.task_name) for p in plan.pairs] == [

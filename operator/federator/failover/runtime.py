@@ -4,7 +4,6 @@ and where ARM is."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from federator.failover.dns import DnsPublisher
 from federator.failover.probes import Prober
@@ -22,14 +21,3 @@ class FailoverRuntime:
 
     async def close(self) -> None:
         await self.prober.close()
-
-
-def runtime_of(memo: Any) -> FailoverRuntime:
-    """The operator's runtime, created on first use from `memo.management` (ARM endpoint and credentials;
-    tests set it)."""
-    if memo.get("failover") is None:
-        memo.failover = FailoverRuntime(
-            management=memo.get("management") or ManagementEnvironment(),
-        )
-    found: FailoverRuntime = memo.failover
-    return found

@@ -3,14 +3,13 @@ spec change wakes it at once (a manual switch must not wait a period); deletion 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 import kopf
 
 from federator import metrics
-from federator.failover.runtime import runtime_of
+from federator.handlers.context import OperatorContext
 from federator.handlers.pacing import pause
 from federator.handlers.reporting import report
 from federator.kube.client import ResourceRef
@@ -22,20 +21,15 @@ KIND = "FailoverGroup"
 GROUPS = ResourceRef(f"{GROUP}/{VERSION}", "failovergroups")
 
 
-def _wakeup(memo: Any, body: kopf.Body) -> asyncio.Event:
-    events: dict[str, asyncio.Event] = memo.setdefault("failover_wakeups", {})
-    return events.setdefault(body.meta["uid"] or body.meta["name"], asyncio.Event())
-
-
 @kopf.on.update(*RESOURCE, field="spec")
-async def spec_changed(body: kopf.Body, memo: Any, **_: Any) -> None:
-    _wakeup(memo, body).set()
+async def spec_changed(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
+    memo.objects.of(body).wakeup.set()
 
 
 # A round in flight is let finish (cancelling the SDKs mid-connection leaks their sockets).
 @kopf.daemon(*RESOURCE, cancellation_backoff=10, cancellation_timeout=5)
-async def probe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: Any) -> None:
-    wakeup = _wakeup(memo, body)
+async def probe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonStopped, **_: Any) -> None:
+    wakeup = memo.objects.of(body).wakeup
     path = GROUPS.path(body.meta["namespace"], body.meta["name"])
     while not stopped:
         wakeup.clear()
@@ -48,7 +42,7 @@ async def probe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: An
             if result.result.status_patch:
                 await memo.client.patch(f"{path}/status", {"status": result.result.status_patch})
         except Exception:
-            if memo.client.closed:  # shutting down: the next operator carries on
+            if memo.stopping:  # shutting down: the next operator carries on
                 return
             raise
         period = ((current.get("spec") or {}).get("probe") or {}).get("periodSeconds", 10)
@@ -56,27 +50,20 @@ async def probe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: An
 
 
 @kopf.on.delete(*RESOURCE)
-async def remove(body: kopf.Body, memo: Any, **_: Any) -> None:
-    deleted, failed = await delete_children(memo.client, runtime_of(memo), dict(body))
+async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
+    deleted, failed = await delete_children(memo.client, memo.failover, dict(body))
     if deleted:
         kopf.info(body, reason="Deleted", message="deleted " + ", ".join(deleted))
     for problem in failed:
         kopf.warn(body, reason="DeleteFailed", message=problem)
-    memo.get("failover_wakeups", {}).pop(body.meta["uid"] or body.meta["name"], None)
+    memo.objects.forget(body)
     metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], None)
 
 
-@kopf.on.cleanup()
-async def close(memo: Any, **_: Any) -> None:
-    found = memo.get("failover")
-    if found is not None:
-        await found.close()
-
-
-async def _reconcile(body: kopf.Body, memo: Any, current: dict[str, Any]) -> GroupResult:
+async def _reconcile(body: kopf.Body, memo: OperatorContext, current: dict[str, Any]) -> GroupResult:
     started = time.monotonic()
     try:
-        found = await reconcile(memo.client, runtime_of(memo), current)
+        found = await reconcile(memo.client, memo.failover, current)
     finally:
         metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     report(KIND, body, found.result)

@@ -1,4 +1,4 @@
-"""Operator start and stop: login, settings, the API client and the metrics endpoint."""
+"""Operator start and stop: login, kopf's settings, the context's API client and the metrics endpoint."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from typing import Any
 import kopf
 
 from federator import metrics
-from federator.kube.client import KubeClient
-from federator.provision.environment import ManagementEnvironment
-from federator.settings import OperatorSettings
+from federator.handlers.context import OperatorContext
 
 
 def _connection(settings: kopf.OperatorSettings) -> kopf.ConnectionInfo:
@@ -27,8 +25,15 @@ def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
 
 @kopf.on.startup(backoff=1)
 async def startup(
-    settings: kopf.OperatorSettings, memo: Any, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+    settings: kopf.OperatorSettings,
+    memo: object,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    **_: Any,
 ) -> None:
+    if not isinstance(memo, OperatorContext):
+        raise kopf.PermanentError(
+            "Federator's handlers need its OperatorContext as kopf's memo: run `federator operator`"
+        )
     # Federator's own names for kopf's bookkeeping, so users recognise it on their objects.
     settings.persistence.finalizer = "federator.io/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="federator.io")
@@ -36,23 +41,12 @@ async def startup(
         prefix="federator.io", key="last-handled-configuration"
     )
     settings.posting.level = logging.INFO
-    if "federator" not in memo:
-        memo.federator = OperatorSettings.from_env()
-    memo.client = KubeClient.from_connection_info(_connection(settings))
-    if "management" not in memo:  # tests and local mode bring their own (the emulator's)
-        federator: OperatorSettings = memo.federator
-        memo.management = ManagementEnvironment(
-            arm_endpoint=federator.arm_endpoint,
-            connection_verify=federator.ca_bundle or True,
-            drift_interval_seconds=federator.drift_interval_seconds,
-        )
-    if memo.get("serve_metrics", True):
-        metrics.serve(memo.federator.metrics_port, memo.federator.metrics_address)
-        logger.info("metrics on %s:%d/metrics", memo.federator.metrics_address, memo.federator.metrics_port)
+    await memo.start(_connection(settings))
+    if memo.serve_metrics:
+        metrics.serve(memo.settings.metrics_port, memo.settings.metrics_address)
+        logger.info("metrics on %s:%d/metrics", memo.settings.metrics_address, memo.settings.metrics_port)
 
 
 @kopf.on.cleanup()
-async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    client = memo.get("client")
-    if client is not None:
-        await client.close()
+async def cleanup(memo: OperatorContext, **_: Any) -> None:
+    await memo.close()

@@ -1,11 +1,14 @@
-"""How daemons wait between passes."""
+"""How daemons wait between passes, and the loop of the observe daemons."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import kopf
+
+from federator.handlers.context import OperatorContext
 
 
 async def pause(stopped: kopf.DaemonStopped, seconds: float, wakeup: asyncio.Event | None = None) -> None:
@@ -21,3 +24,28 @@ async def pause(stopped: kopf.DaemonStopped, seconds: float, wakeup: asyncio.Eve
     finally:
         for waiter in waiters:
             waiter.cancel()
+
+
+async def observe_every_interval(
+    context: OperatorContext,
+    body: kopf.Body,
+    stopped: kopf.DaemonStopped,
+    status_path: str,
+    one_pass: Callable[[], Awaitable[dict[str, Any] | None]],
+) -> None:
+    """Every observe interval, one pass; the status patch it returns is written (None or empty: nothing
+    changed, nothing is written). Ends when the daemon is stopped, the object is being deleted, or the
+    operator shuts down — kopf's cleanup can close the client before it stops daemons: nothing is lost,
+    the next operator observes again."""
+    while not stopped:
+        await pause(stopped, context.settings.observe_interval_seconds)
+        if stopped or context.stopping or body.meta.get("deletionTimestamp"):
+            return
+        try:
+            patch = await one_pass()
+            if patch:
+                await context.client.patch(status_path, {"status": patch})
+        except Exception:
+            if context.stopping:
+                return
+            raise

@@ -8,8 +8,8 @@ from typing import Any
 import kopf
 
 from federator import metrics
-from federator.failover.runtime import runtime_of
-from federator.handlers.pacing import pause
+from federator.handlers.context import OperatorContext
+from federator.handlers.pacing import observe_every_interval
 from federator.handlers.reporting import report
 from federator.kube.client import ResourceRef
 from federator.reconcile.replicationtask import delete_children, reconcile
@@ -24,7 +24,7 @@ TASKS = ResourceRef(f"{GROUP}/{VERSION}", "replicationtasks")
 @kopf.on.create(*RESOURCE)
 @kopf.on.update(*RESOURCE, field="spec")
 @kopf.on.resume(*RESOURCE)
-async def apply(body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any) -> None:
+async def apply(body: kopf.Body, patch: kopf.Patch, memo: OperatorContext, **_: Any) -> None:
     result = await _reconcile(body, memo)
     for key, value in result.status_patch.items():
         patch.status[key] = value
@@ -34,39 +34,31 @@ async def apply(body: kopf.Body, patch: kopf.Patch, memo: Any, **_: Any) -> None
 
 # A pass in flight (its source probe) is let finish: cancelling the SDKs mid-connection leaks sockets.
 @kopf.daemon(*RESOURCE, cancellation_backoff=6, cancellation_timeout=5)
-async def observe(body: kopf.Body, memo: Any, stopped: kopf.DaemonStopped, **_: Any) -> None:
+async def observe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonStopped, **_: Any) -> None:
     """Keeps status fresh (the Spark application's state) and puts back children changed by hand."""
-    while not stopped:
-        await pause(stopped, memo.federator.observe_interval_seconds)
-        if stopped or memo.client.closed or body.meta.get("deletionTimestamp"):
-            return
+
+    async def one_pass() -> dict[str, Any] | None:
         if body.status.get("observedGeneration") != body.meta.get("generation"):
-            continue  # the spec handler has this generation in hand; observing now would race its write
-        try:
-            result = await _reconcile(body, memo)
-            if result.status_patch:
-                path = TASKS.path(body.meta["namespace"], body.meta["name"], "status")
-                await memo.client.patch(path, {"status": result.status_patch})
-        except Exception:
-            # On shutdown, kopf's cleanup can close the client before it stops daemons: nothing is lost,
-            # the next operator observes again.
-            if memo.client.closed:
-                return
-            raise
+            return None  # the spec handler has this generation in hand; observing now would race its write
+        return (await _reconcile(body, memo)).status_patch
+
+    path = TASKS.path(body.meta["namespace"], body.meta["name"], "status")
+    await observe_every_interval(memo, body, stopped, path, one_pass)
 
 
 @kopf.on.delete(*RESOURCE)
-async def remove(body: kopf.Body, memo: Any, **_: Any) -> None:
+async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
     deleted = await delete_children(memo.client, dict(body))
     if deleted:
         kopf.info(body, reason="Deleted", message="deleted " + ", ".join(deleted))
+    memo.objects.forget(body)
     metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], None)
 
 
-async def _reconcile(body: kopf.Body, memo: Any) -> Result:
+async def _reconcile(body: kopf.Body, memo: OperatorContext) -> Result:
     started = time.monotonic()
     try:
-        result = await reconcile(memo.client, memo.federator, dict(body), runtime_of(memo))
+        result = await reconcile(memo.client, memo.settings, dict(body), memo.failover)
     finally:
         metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     report(KIND, body, result)

@@ -1,0 +1,97 @@
+"""The operator's context: what every handler is given as kopf's `memo`, built once at start-up — the
+settings, the API client, the management environment, failover's runtime, and what is kept per object.
+
+kopf gives each object a shallow copy of the memo; this one is shared as it is (`__copy__`), so there is
+one client, one prober and one DNS publisher per operator, and per-object state lives in `objects`, keyed
+by uid, created on first use and forgotten in one place."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import kopf
+
+from federator.failover.runtime import FailoverRuntime
+from federator.kube.client import KubeClient
+from federator.provision.environment import ManagementEnvironment
+from federator.provision.schedule import ProvisionSchedule
+from federator.settings import OperatorSettings
+
+
+@dataclass
+class ObjectState:
+    """What the operator keeps about one object between handler calls."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One pass at a time: a spec handler and a daemon would otherwise write concurrently."""
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by a spec change so that a daemon's next round starts at once."""
+    schedule: ProvisionSchedule = field(default_factory=ProvisionSchedule)
+    """When a mirror's members are read again."""
+
+
+class ObjectRegistry:
+    """Per-object state by uid: created on first use, dropped by `forget` when the object is deleted."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, ObjectState] = {}
+
+    def of(self, body: kopf.Body) -> ObjectState:
+        return self._states.setdefault(_key(body), ObjectState())
+
+    def forget(self, body: kopf.Body) -> None:
+        self._states.pop(_key(body), None)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+
+def _key(body: kopf.Body) -> str:
+    return str(body.meta.get("uid") or f"{body.meta.get('namespace')}/{body.meta.get('name')}")
+
+
+class OperatorContext:
+    """One per operator. Tests and benchmarks pass their own settings and management environment (the
+    emulator's); the API client is made at start-up, from the connection kopf logged in with."""
+
+    def __init__(
+        self,
+        settings: OperatorSettings | None = None,
+        management: ManagementEnvironment | None = None,
+        *,
+        serve_metrics: bool = True,
+    ) -> None:
+        self.settings = settings or OperatorSettings.from_env()
+        self.management = management or ManagementEnvironment(
+            arm_endpoint=self.settings.arm_endpoint,
+            connection_verify=self.settings.ca_bundle or True,
+            drift_interval_seconds=self.settings.drift_interval_seconds,
+        )
+        self.serve_metrics = serve_metrics
+        """Whether start-up serves the operator's metrics endpoint (tests run several operators)."""
+        self.failover = FailoverRuntime(self.management)
+        self.objects = ObjectRegistry()
+        self._client: KubeClient | None = None
+
+    def __copy__(self) -> OperatorContext:
+        return self  # kopf's per-object memo: the same context for every object
+
+    async def start(self, connection: kopf.ConnectionInfo) -> None:
+        self._client = KubeClient.from_connection_info(connection)
+
+    @property
+    def client(self) -> KubeClient:
+        if self._client is None:
+            raise RuntimeError("the operator has not started: no API client yet")
+        return self._client
+
+    @property
+    def stopping(self) -> bool:
+        """The operator is shutting down (kopf's cleanup can close the client before it stops daemons)."""
+        return self._client is not None and self._client.closed
+
+    async def close(self) -> None:
+        await self.failover.close()
+        if self._client is not None:
+            await self._client.close()
