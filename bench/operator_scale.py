@@ -1,25 +1,41 @@
-"""Operator benchmark: 200 ReplicationTasks applied to the faithful fake API server with the operator
-running. Prints the time until every task has its SparkApplication and a Ready or Reconciling
-condition, per-task latency percentiles, reconcile pass percentiles and RSS; the baseline is the
-same 200 creates with no operator (the API server's own cost). Final line: JSON.
+"""Operator at scale: ReplicationTasks applied to the faithful fake API server (its own process) with the
+operator running. For each size (`--tasks`, default 200 and 1,000), on a fresh server:
 
-    .venv/bin/python -m bench.operator_scale [--tasks 200]
+- time until every task is ready — its Spark application created and its status written for its
+  generation (Ready, or Reconciling while the application starts: no Spark operator runs here);
+- create → ready latency p50/p99; reconcile passes and API requests (the operator's and kopf's) per task;
+- the operator's RSS and CPU, and the API server's CPU and its share of the CPU both processes used;
+- the same counts over one idle observe interval after that: the steady-state cost per task.
+
+Baseline, in the same run: the same creates with no operator (the API server's own cost), as a ratio.
+Profile the operator with py-spy (`py-spy record -o out.txt --format raw -- python -m bench.operator_scale`).
+Final line: JSON.
+
+    .venv/bin/python -m bench.operator_scale [--tasks 200 1000] [--observe-interval 30]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import http.client
 import json
 import os
-import resource
+import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import aiohttp.web
+import attrs
 import yaml
+from kmock._internal import rendering
 
 # The faithful fake API server lives with the test support (run from the repository root: `-m bench.…`).
 from tests.support.kopf_runner import running_operator
@@ -31,38 +47,52 @@ ROOT = Path(__file__).resolve().parents[1]
 
 NS = "default"
 RT = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationtasks"
-APPS = f"/apis/sparkoperator.k8s.io/v1beta2/namespaces/{NS}/sparkapplications"
+STATS = "/bench/stats"
+SOURCE_SECRET = "orders-weu"
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status", encoding="utf-8") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+@attrs.define(kw_only=True)
+class CountingEmulator(FaithfulKubernetesEmulator):
+    """The fake API server, counting requests by client (User-Agent) and verb, and answering `/bench/stats`
+    with the counts and its own CPU time. It keeps only the request in hand in kmock's request log: nothing
+    here reads the log, and matching each request against the tests' 50 kept ones was three quarters of
+    the server's CPU — a cost of the fake, not of an API server."""
 
+    REQUEST_LOG_LIMIT = 1
+    _counts: Counter[str] = attrs.field(factory=Counter, init=False)
 
-def task(i: int) -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load((ROOT / "examples" / "eh-replication-cluster.yaml").read_text())
-    doc["metadata"] = {"name": f"task-{i:04d}", "namespace": NS}
-    return doc
+    def _KubernetesEmulator__get_obj(self, request: rendering.Request, strict: bool) -> Any:
+        """kmock finds the object of a request by scanning every stored object (Events included), which
+        made each request cost O(objects) and a benchmark run O(objects²). An API server looks it up by
+        key; so does this, falling back to kmock's scan for requests without a namespace and name."""
+        if request.name is not None and request.resource is not None and (strict or request.namespace):
+            key = (request.resource, request.namespace, request.name)
+            return self._objects[key] if key in self._objects else None  # noqa: SIM401 (no .get)
+        found = getattr(self, "_KubernetesEmulator__get_objs")(request, strict=strict)  # noqa: B009 (mangled)
+        return found[0] if found else None
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+    async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        if request.url.path == STATS:
+            stats = {"requests": dict(self._counts), "cpu_seconds": time.process_time()}
+            return aiohttp.web.json_response(stats)
+        agent = next((v for k, v in request.headers.items() if k.lower() == "user-agent"), "")
+        client = (
+            "kopf" if agent.startswith("kopf") else "federator" if agent.startswith("federator") else "bench"
+        )
+        self._counts[f"{client} {request.method.name}"] += 1
+        return await super()._handle(request)
 
 
 def serve() -> None:
     """Child process: the fake API server (its own interpreter, so it does not share the operator's GIL)."""
-    emulator = FaithfulKubernetesEmulator()
+    emulator = CountingEmulator()
     declare_all(emulator.resources)
     server = KubeServer(emulator)
     server.start()
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "orders-weu"},
+        "metadata": {"name": SOURCE_SECRET},
         "stringData": {"connectionString": "Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=eA=="},
     }
     server.request("POST", f"/api/v1/namespaces/{NS}/secrets", secret)
@@ -97,10 +127,96 @@ class ApiServer:
         with urllib.request.urlopen(req, timeout=60) as response:
             return json.loads(response.read() or b"null")
 
+    def stats(self) -> dict[str, Any]:
+        found: dict[str, Any] = self.request("GET", STATS)
+        return found
+
     def stop(self) -> None:
         assert self.process.stdin is not None
         self.process.stdin.close()
         self.process.wait(30)
+
+
+EXAMPLE: dict[str, Any] = yaml.safe_load((ROOT / "examples" / "eh-replication-cluster.yaml").read_text())
+
+
+def task(i: int) -> dict[str, Any]:
+    """The cluster example, each task reading its own event hub (so no two tasks share a source probe)."""
+    doc = copy.deepcopy(EXAMPLE)
+    doc["metadata"] = {"name": f"task-{i:04d}", "namespace": NS}
+    doc["spec"]["source"]["eventHub"]["eventHubName"] = f"orders-{i:04d}"
+    doc["spec"]["runtime"]["checkpoint"]["persistentVolumeClaim"]["subPath"] = f"{NS}/task-{i:04d}"
+    return doc
+
+
+def ready(item: dict[str, Any]) -> bool:
+    """Its Spark application exists and its status was written for its current generation."""
+    status = item.get("status") or {}
+    types = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    return (
+        status.get("observedGeneration") == item["metadata"].get("generation")
+        and bool((status.get("sparkApplication") or {}).get("name"))
+        and "True" in (types.get("Ready"), types.get("Reconciling"))
+    )
+
+
+class ReadyWatch(threading.Thread):
+    """One watch of the tasks, as a dashboard would hold it: notes when each became ready."""
+
+    def __init__(self, server: ApiServer) -> None:
+        super().__init__(name="bench-watch", daemon=True)
+        url = urllib.parse.urlsplit(server.url)
+        self.connection = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port)
+        self.path = f"{RT}?watch=true"
+        self.ready: dict[str, float] = {}
+        self.started = threading.Event()
+
+    def run(self) -> None:
+        self.connection.request("GET", self.path)
+        response = self.connection.getresponse()
+        self.started.set()
+        try:
+            for line in response:
+                if not line.strip():
+                    continue
+                item = json.loads(line)["object"]
+                name = item["metadata"]["name"]
+                if name not in self.ready and ready(item):
+                    self.ready[name] = time.monotonic()
+        except (OSError, ValueError, http.client.HTTPException):
+            return  # stop() shut the socket
+
+    def stop(self) -> None:
+        if self.connection.sock is not None:
+            self.connection.sock.shutdown(socket.SHUT_RDWR)
+        self.join(10)
+        self.connection.close()
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status", encoding="utf-8") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def thread_cpu_seconds(thread: threading.Thread) -> float:
+    """CPU time of one thread of this process (Linux: /proc/self/task/<tid>/stat, utime + stime)."""
+    try:
+        fields = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+def loadavg() -> list[float]:
+    return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
 
 
 def baseline(count: int) -> float:
@@ -114,7 +230,40 @@ def baseline(count: int) -> float:
         server.stop()
 
 
-def run(count: int) -> dict[str, Any]:
+class Counts:
+    """What the operator and the API server did up to a moment. The operator's CPU is this process's less
+    the benchmark's own threads (creating tasks, watching them)."""
+
+    def __init__(self, server: ApiServer, bench: list[threading.Thread]) -> None:
+        from federator import metrics
+
+        stats = server.stats()
+        self.at = time.monotonic()
+        self.requests = Counter({k: v for k, v in stats["requests"].items() if not k.startswith("bench ")})
+        self.server_cpu = float(stats["cpu_seconds"])
+        self.operator_cpu = time.process_time() - sum(thread_cpu_seconds(t) for t in bench)
+        self.passes = (
+            metrics.REGISTRY.get_sample_value(
+                "federator_reconcile_duration_seconds_count", {"kind": "ReplicationTask"}
+            )
+            or 0.0
+        )
+
+    def since(self, before: Counts, count: int) -> dict[str, Any]:
+        requests = self.requests - before.requests
+        server, operator = self.server_cpu - before.server_cpu, self.operator_cpu - before.operator_cpu
+        return {
+            "seconds": round(self.at - before.at, 2),
+            "passes_per_task": round((self.passes - before.passes) / count, 2),
+            "api_requests_per_task": round(sum(requests.values()) / count, 3),
+            "api_requests": dict(sorted(requests.items())),
+            "operator_cpu_seconds": round(operator, 2),
+            "api_server_cpu_seconds": round(server, 2),
+            "api_server_cpu_share": round(server / (server + operator), 3) if server + operator else None,
+        }
+
+
+def run(count: int, observe_interval: int) -> dict[str, Any]:
     import federator.handlers  # noqa: F401 — registers the handlers
     from federator.handlers.context import OperatorContext
     from federator.settings import OperatorSettings
@@ -134,78 +283,95 @@ def run(count: int) -> dict[str, Any]:
         )
     )
     os.environ["KUBECONFIG"] = str(kubeconfig)
-    memo = OperatorContext(OperatorSettings(observe_interval_seconds=60), serve_metrics=False)
-    rss_before = rss_mb()
+    context = OperatorContext(
+        OperatorSettings(observe_interval_seconds=observe_interval), serve_metrics=False
+    )
     try:
-        with running_operator(namespaces=[NS], memo=memo, ready_timeout=30):
-            return measure(server, count, rss_before)
+        with running_operator(namespaces=[NS], memo=context, ready_timeout=30):
+            return measure(server, count, observe_interval)
     finally:
         server.stop()
         kubeconfig.unlink(missing_ok=True)
 
 
-def measure(server: ApiServer, count: int, rss_before: float) -> dict[str, Any]:
-    from federator import metrics
-
+def measure(server: ApiServer, count: int, observe_interval: int) -> dict[str, Any]:
+    deadline_seconds = 120 + count * 0.3
+    watch = ReadyWatch(server)
+    watch.start()
+    watch.started.wait(30)
+    load_before = loadavg()
+    bench = [threading.main_thread(), watch]
+    before = Counts(server, bench)
     created: dict[str, float] = {}
-    started = time.monotonic()
     for i in range(count):
         created[f"task-{i:04d}"] = time.monotonic()
         server.request("POST", RT, task(i))
-    done: dict[str, float] = {}
-    deadline = started + 120
-    while len(done) < count and time.monotonic() < deadline:
-        apps = {a["metadata"]["name"] for a in server.request("GET", APPS)["items"]}
-        for item in server.request("GET", RT)["items"]:
-            name = item["metadata"]["name"]
-            types = {c["type"]: c["status"] for c in (item.get("status") or {}).get("conditions", [])}
-            if (
-                name not in done
-                and name in apps
-                and (types.get("Ready") == "True" or types.get("Reconciling") == "True")
-            ):
-                done[name] = time.monotonic()
-        time.sleep(0.2)
-    total = max(done.values()) - started if done else float("nan")
+    deadline = before.at + deadline_seconds
+    while len(watch.ready) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    done = dict(watch.ready)
+    settled = Counts(server, bench)
+    creating = settled.since(before, count)
+    time.sleep(observe_interval)
+    idle = Counts(server, bench).since(settled, count)
+    watch.stop()
     latencies = [done[n] - created[n] for n in done]
-    passes = metrics.REGISTRY.get_sample_value(
-        "federator_reconcile_duration_seconds_count", {"kind": "ReplicationTask"}
-    )
-    pass_sum = metrics.REGISTRY.get_sample_value(
-        "federator_reconcile_duration_seconds_sum", {"kind": "ReplicationTask"}
-    )
     return {
         "tasks": count,
         "ready_tasks": len(done),
-        "all_ready_seconds": round(total, 2),
+        "all_ready_seconds": round(max(done.values()) - before.at, 2) if done else None,
         "latency_p50_seconds": round(percentile(latencies, 0.5), 3),
         "latency_p99_seconds": round(percentile(latencies, 0.99), 3),
-        "reconcile_passes": int(passes or 0),
-        "reconcile_mean_seconds": round((pass_sum or 0) / (passes or 1), 4),
-        "rss_mb_process": round(rss_mb(), 1),
-        "rss_mb_before_operator": round(rss_before, 1),
+        **{k: v for k, v in creating.items() if k != "seconds"},
+        "rss_mb": round(rss_mb(), 1),
+        "idle_observe_interval": idle,
+        "load_average_before": load_before,
+        "load_average_after": loadavg(),
     }
+
+
+def one_size(count: int, observe_interval: int) -> dict[str, Any]:
+    """In its own process (fresh metrics, an RSS of this size alone): a baseline, then the operator."""
+    base = baseline(count)
+    result = run(count, observe_interval)
+    result["baseline_creates_seconds"] = round(base, 2)
+    total = result["all_ready_seconds"]
+    result["ratio_vs_baseline"] = round(total / base, 2) if base and total else None
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--tasks", type=int, nargs="+", default=[200, 1000])
+    parser.add_argument("--observe-interval", type=int, default=30, help="seconds (the operator's setting)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve()
         return
-    base = baseline(args.tasks)
-    result = run(args.tasks)
-    result["baseline_creates_seconds"] = round(base, 2)
-    result["ratio_vs_baseline"] = round(result["all_ready_seconds"] / base, 2) if base else None
-    print(
-        f"{result['ready_tasks']}/{args.tasks} tasks ready in {result['all_ready_seconds']} s "
-        f"(creates alone: {base:.2f} s); latency p50 {result['latency_p50_seconds']} s, "
-        f"p99 {result['latency_p99_seconds']} s; RSS {result['rss_mb_process']} MB "
-        f"(before operator {result['rss_mb_before_operator']} MB)"
-    )
-    print(json.dumps(result))
+    if args.one:
+        print(json.dumps(one_size(args.tasks[0], args.observe_interval)))
+        return
+    results = []
+    for count in args.tasks:
+        argv = [sys.executable, "-m", "bench.operator_scale", "--one", "--tasks", str(count)]
+        argv += ["--observe-interval", str(args.observe_interval)]
+        output = subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
+        result = json.loads(output.strip().splitlines()[-1])
+        idle = result["idle_observe_interval"]
+        print(
+            f"{result['ready_tasks']}/{count} tasks ready in {result['all_ready_seconds']} s (creates alone: "
+            f"{result['baseline_creates_seconds']} s); latency p50 {result['latency_p50_seconds']} s, "
+            f"p99 {result['latency_p99_seconds']} s; {result['passes_per_task']} passes and "
+            f"{result['api_requests_per_task']} API requests per task; RSS {result['rss_mb']} MB; "
+            f"API server CPU share {result['api_server_cpu_share']}; idle {args.observe_interval} s: "
+            f"{idle['passes_per_task']} passes, {idle['api_requests_per_task']} requests per task; "
+            f"load {result['load_average_before']} → {result['load_average_after']}",
+            flush=True,
+        )
+        results.append(result)
+    print(json.dumps({"observe_interval_seconds": args.observe_interval, "runs": results}))
 
 
 if __name__ == "__main__":

@@ -40,29 +40,35 @@ FAILOVERS = Counter(
     registry=REGISTRY,
 )
 
-# (kind, namespace, name) → {condition type: status}; the gauge is recomputed from it.
+# (kind, namespace, name) → {condition type: status}, and the count of each (kind, type, status) over them:
+# a pass changes the counts by its own resource only (recounting every resource made each pass cost O(n)).
 _LATEST: dict[tuple[str, str, str], dict[str, str]] = {}
-_SERIES: set[tuple[str, str, str]] = set()
+_COUNTS: dict[tuple[str, str, str], int] = {}
 
 
 def record_conditions(kind: str, namespace: str, name: str, conditions: list[dict[str, Any]] | None) -> None:
-    """Remember a resource's conditions (None: it is gone) and refresh the per-condition counts."""
+    """Remember a resource's conditions (None: it is gone) and update the per-condition counts."""
     key = (kind, namespace, name)
-    if conditions is None:
-        _LATEST.pop(key, None)
-    else:
-        _LATEST[key] = {c["type"]: c["status"] for c in conditions}
-    counts: dict[tuple[str, str], int] = {}
-    for (k, _, _), by_type in _LATEST.items():
-        if k == kind:
-            for type_, status in by_type.items():
-                counts[(type_, status)] = counts.get((type_, status), 0) + 1
-    for labels in [s for s in _SERIES if s[0] == kind and (s[1], s[2]) not in counts]:
-        RESOURCES.remove(*labels)  # a series with no member left would report a stale count
-        _SERIES.discard(labels)
-    for (type_, status), count in counts.items():
-        RESOURCES.labels(kind, type_, status).set(count)
-        _SERIES.add((kind, type_, status))
+    before = _LATEST.pop(key, {})
+    after = {c["type"]: c["status"] for c in conditions} if conditions is not None else {}
+    if after:
+        _LATEST[key] = after
+    if before == after:
+        return
+    for type_, status in before.items():
+        _count((kind, type_, status), -1)
+    for type_, status in after.items():
+        _count((kind, type_, status), +1)
+
+
+def _count(labels: tuple[str, str, str], change: int) -> None:
+    count = _COUNTS.get(labels, 0) + change
+    if count > 0:
+        _COUNTS[labels] = count
+        RESOURCES.labels(*labels).set(count)
+    else:  # a series with no member left would report a stale count
+        _COUNTS.pop(labels, None)
+        RESOURCES.remove(*labels)
 
 
 def serve(port: int, address: str = "0.0.0.0") -> None:

@@ -11,6 +11,7 @@ from test_planned_switch import BEHIND, CAUGHT_UP, task
 from test_reconcile import NS, body, by_type, client, emulator, runtime  # noqa: F401 - the fixtures
 
 from federator.kube.client import KubeClient
+from federator.kube.reads import ClusterReads
 from federator.reconcile.failovergroup import reconcile
 from federator_emulator.server import RunningEmulator
 
@@ -34,7 +35,7 @@ async def test_the_group_reports_and_waits_for_the_replication_to_its_secondary(
 ) -> None:
     await put_task(client, BEHIND)
     group = body()
-    first = (await reconcile(client, runtime(emulator), group)).result
+    first = (await reconcile(ClusterReads.direct(client), runtime(emulator), group)).result
     assert by_type(first.conditions)["LosslessFailover"] == ("False", "ReplicationBehind")
     assert first.status_patch["replication"] == [
         {"member": "neu", "tasks": ["weu-to-neu"], "eventsBehind": 120, "rpoSeconds": 4.5}
@@ -42,12 +43,12 @@ async def test_the_group_reports_and_waits_for_the_replication_to_its_secondary(
 
     planned = {**group, "spec": {**group["spec"], "activeMember": "neu", "switching": {"planned": True}}}
     planned["status"] = first.status_patch
-    waiting = await reconcile(client, runtime(emulator), planned)
+    waiting = await reconcile(ClusterReads.direct(client), runtime(emulator), planned)
     assert waiting.switches == [] and waiting.result.status_patch["pendingSwitch"]["member"] == "neu"
 
     await put_task(client, CAUGHT_UP)
     planned["status"] = {**first.status_patch, **waiting.result.status_patch}
-    done = await reconcile(client, runtime(emulator), planned)
+    done = await reconcile(ClusterReads.direct(client), runtime(emulator), planned)
     assert [(s.target, s.cause) for s in done.switches] == [("neu", "planned")]
     assert (
         done.result.status_patch["producerMember"] == "neu"

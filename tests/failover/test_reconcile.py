@@ -14,6 +14,7 @@ import pytest_asyncio
 from federator.failover.runtime import FailoverRuntime
 from federator.failover.state import GroupState
 from federator.kube.client import KubeClient
+from federator.kube.reads import ClusterReads
 from federator.provision.environment import ManagementEnvironment
 from federator.reconcile.failovergroup import ConfigMapEndpoints, GroupPorts, group_round, reconcile
 from federator_contract.api.failovergroup import FailoverGroupSpec
@@ -111,7 +112,7 @@ async def test_a_round_publishes_the_endpoints_and_a_second_one_writes_nothing(
     client: KubeClient, emulator: RunningEmulator
 ) -> None:
     group = body(publishing=dns())
-    first = (await reconcile(client, runtime(emulator), group)).result
+    first = (await reconcile(ClusterReads.direct(client), runtime(emulator), group)).result
     assert by_type(first.conditions)["Ready"] == ("True", "Active")
     assert first.status_patch["phase"] == "Normal" and first.status_patch["observedGeneration"] == 1
     config_map = await client.get(f"/api/v1/namespaces/{NS}/configmaps/orders-endpoints")
@@ -119,7 +120,7 @@ async def test_a_round_publishes_the_endpoints_and_a_second_one_writes_nothing(
     assert config_map["metadata"]["ownerReferences"][0]["uid"] == "u-1"
 
     settled = {**group, "status": first.status_patch}
-    second = await reconcile(client, runtime(emulator), settled)
+    second = await reconcile(ClusterReads.direct(client), runtime(emulator), settled)
     assert second.result.status_patch == {} and second.result.notes == [] and second.switches == []
 
 
@@ -128,7 +129,9 @@ async def test_a_missing_member_secret_stalls_the_group_before_anything_is_publi
 ) -> None:
     result = (
         await reconcile(
-            client, runtime(emulator), body(connection=lambda m: {"secretRef": {"name": f"x{m}"}})
+            ClusterReads.direct(client),
+            runtime(emulator),
+            body(connection=lambda m: {"secretRef": {"name": f"x{m}"}}),
         )
     ).result
     assert by_type(result.conditions)["Stalled"] == ("True", "SecretNotFound")
@@ -138,13 +141,13 @@ async def test_a_missing_member_secret_stalls_the_group_before_anything_is_publi
 
 async def test_emulator_members_need_local_mode(client: KubeClient, emulator: RunningEmulator) -> None:
     group = body(connection=lambda m: {"emulator": {"namespace": m}})
-    in_cluster = (await reconcile(client, runtime(emulator), group)).result
+    in_cluster = (await reconcile(ClusterReads.direct(client), runtime(emulator), group)).result
     assert by_type(in_cluster.conditions)["Stalled"] == ("True", "EmulatorOnlyInLocalMode")
     # Local mode runs the same round, knowing the emulator's namespaces.
     ports = GroupPorts(
         client,
         runtime(emulator).prober,
-        ConfigMapEndpoints(client),
+        ConfigMapEndpoints(ClusterReads.direct(client)),
         dns=None,
         emulators={m: emulator.connection_string(m) for m in ("weu", "neu")},
     )
@@ -171,7 +174,9 @@ async def test_emulator_members_need_local_mode(client: KubeClient, emulator: Ru
 async def test_dns_problems_stall_the_group_but_the_config_map_is_published(
     client: KubeClient, emulator: RunningEmulator, zone: str, token: str | None, reason: str, detail: str
 ) -> None:
-    result = (await reconcile(client, runtime(emulator, token), body(publishing=dns(zone)))).result
+    result = (
+        await reconcile(ClusterReads.direct(client), runtime(emulator, token), body(publishing=dns(zone)))
+    ).result
     stalled = next(c for c in result.conditions if c["type"] == "Stalled")
     assert (stalled["status"], stalled["reason"]) == ("True", reason)
     assert detail in stalled["message"] and "endpoints ConfigMap published" in stalled["message"]

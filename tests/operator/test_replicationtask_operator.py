@@ -35,6 +35,20 @@ def spark_service_account(kube: KubeServer) -> None:
     kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", orders_service_account())
 
 
+def gets_during(kube: KubeServer, seconds: float) -> list[Any]:
+    """The GET requests the server answers within `seconds` (its log keeps only the latest 50: polled)."""
+    known = list(kube.emulator["get"])  # held, so that no id is reused
+    ids, found = {id(r) for r in known}, []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for request in list(kube.emulator["get"]):
+            if id(request) not in ids:
+                ids.add(id(request))
+                found.append(request)
+        time.sleep(0.02)
+    return found
+
+
 def get(kube: KubeServer, path: str) -> dict[str, Any] | None:
     status, body = kube.request("GET", path)
     return body if status == 200 else None
@@ -213,3 +227,25 @@ def test_spec_warnings_are_posted_as_warning_events_once_per_generation(
     changed["runtime"]["executor"]["instances"] = 3
     kube.request("PATCH", f"{RT}/orders", {"spec": changed}, "application/merge-patch+json")
     eventually(lambda: len(warnings()) == 2, message="no SpecWarning Event for the new generation")
+
+
+def test_observing_a_settled_task_asks_the_api_server_nothing_about_its_children(
+    federator_operator: KubeServer,
+) -> None:
+    """Its ConfigMap and Spark application come from the informers; the Secret, the pods' service account
+    and the checkpoint claim the three tasks share are read at most once per observe interval each."""
+    kube = federator_operator
+    local = secret()  # nothing listens on localhost's AMQP port: each source probe fails at once
+    local["stringData"]["connectionString"] = "Endpoint=sb://localhost/;SharedAccessKeyName=k;SharedAccessKey=eA=="
+    kube.request("POST", SECRETS, local)
+    claim = {"metadata": {"name": "federator-checkpoints"}, "spec": {"accessModes": ["ReadWriteMany"]}}
+    kube.request("POST", f"/api/v1/namespaces/{NS}/persistentvolumeclaims", claim)
+    names = ("orders", "orders-2", "orders-3")
+    for name in names:
+        kube.request("POST", RT, task(name))
+    eventually(lambda: all(ready_reason(kube, name) == "SparkApplicationPending" for name in names))
+    reads = [r for r in gets_during(kube, 3.5) if r.params.get("watch") != "true"]  # three intervals
+    paths = [r.url.path for r in reads]
+    assert not [p for p in paths if "/configmaps" in p or "/sparkapplications" in p], paths
+    for named in ("/secrets/", "/serviceaccounts/", "/persistentvolumeclaims/"):
+        assert len([p for p in paths if named in p]) <= 4, paths

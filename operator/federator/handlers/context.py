@@ -1,5 +1,6 @@
 """The operator's context: what every handler is given as kopf's `memo`, built once at start-up — the
-settings, the API client, the management environment, failover's runtime, and what is kept per object.
+settings, the API client with what reads through it (the children's informers, the Secrets cache), the
+management environment, failover's runtime, the source probes, and what is kept per object.
 
 kopf gives each object a shallow copy of the memo; this one is shared as it is (`__copy__`), so there is
 one client, one prober and one DNS publisher per operator, and per-object state lives in `objects`, keyed
@@ -13,10 +14,19 @@ from dataclasses import dataclass, field
 import kopf
 
 from federator.failover.runtime import FailoverRuntime
+from federator.kube.cached import CachedObjects
 from federator.kube.client import KubeClient
+from federator.kube.informer import Children
+from federator.kube.reads import ClusterReads
+from federator.planning.task import MANAGED_BY
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.schedule import ProvisionSchedule
+from federator.reconcile.replicationtask import TaskMemory
+from federator.reconcile.replicationtask_source import SourceProbes
 from federator.settings import OperatorSettings
+
+CHILDREN = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+"""The label on everything the operator creates: what its informers watch."""
 
 
 @dataclass
@@ -29,6 +39,8 @@ class ObjectState:
     """Set by a spec change so that a daemon's next round starts at once."""
     schedule: ProvisionSchedule = field(default_factory=ProvisionSchedule)
     """When a mirror's members are read again."""
+    task: TaskMemory = field(default_factory=TaskMemory)
+    """A task's spec as parsed and children as planned."""
 
 
 class ObjectRegistry:
@@ -71,14 +83,24 @@ class OperatorContext:
         self.serve_metrics = serve_metrics
         """Whether start-up serves the operator's metrics endpoint (tests run several operators)."""
         self.failover = FailoverRuntime(self.management)
+        self.source_probes = SourceProbes(self.failover.prober, ttl=self.settings.observe_interval_seconds)
         self.objects = ObjectRegistry()
         self._client: KubeClient | None = None
+        self._reads: ClusterReads | None = None
+        self._children: Children | None = None
 
     def __copy__(self) -> OperatorContext:
         return self  # kopf's per-object memo: the same context for every object
 
     async def start(self, connection: kopf.ConnectionInfo) -> None:
-        self._client = KubeClient.from_connection_info(connection)
+        self._client = client = KubeClient.from_connection_info(connection)
+        self._children = Children(client, CHILDREN)
+        # A Secret, a ServiceAccount or a claim is read at most once per observe interval, however many
+        # tasks reference it.
+        ttl = self.settings.observe_interval_seconds
+        self._reads = ClusterReads(
+            client, self._children, CachedObjects(client, ttl), CachedObjects(client, ttl)
+        )
 
     @property
     def client(self) -> KubeClient:
@@ -87,11 +109,20 @@ class OperatorContext:
         return self._client
 
     @property
+    def reads(self) -> ClusterReads:
+        """Where passes read: the API client, the children's informers, the caches of named objects."""
+        if self._reads is None:
+            raise RuntimeError("the operator has not started: no API client yet")
+        return self._reads
+
+    @property
     def stopping(self) -> bool:
         """The operator is shutting down (kopf's cleanup can close the client before it stops daemons)."""
         return self._client is not None and self._client.closed
 
     async def close(self) -> None:
         await self.failover.close()
+        if self._children is not None:
+            await self._children.close()
         if self._client is not None:
             await self._client.close()

@@ -63,7 +63,7 @@ async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
 async def _reconcile(body: kopf.Body, memo: OperatorContext, current: dict[str, Any]) -> GroupResult:
     started = time.monotonic()
     try:
-        found = await reconcile(memo.client, memo.failover, current)
+        found = await reconcile(memo.reads, memo.failover, current)
     finally:
         metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     report(KIND, body, found.result)

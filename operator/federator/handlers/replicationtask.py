@@ -58,7 +58,8 @@ async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
 async def _reconcile(body: kopf.Body, memo: OperatorContext) -> Result:
     started = time.monotonic()
     try:
-        result = await reconcile(memo.client, memo.settings, dict(body), memo.failover)
+        state = memo.objects.of(body)
+        result = await reconcile(memo.reads, memo.settings, dict(body), memo.source_probes, state.task)
     finally:
         metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     report(KIND, body, result)

@@ -76,7 +76,7 @@ async def _reconcile(body: kopf.Body, memo: OperatorContext, *, provision: bool)
         async with state.lock:  # one pass at a time: the spec handler and the daemon would write concurrently
             if body.meta.get("deletionTimestamp"):  # deletion ran meanwhile: create nothing again
                 return Result({}, [], [])
-            result = await reconcile(memo.client, env, dict(body), provision=provision)
+            result = await reconcile(memo.reads, env, dict(body), provision=provision)
     finally:
         metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     if provision:

@@ -9,6 +9,7 @@ import os
 import ssl
 import tempfile
 import time
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,26 @@ class KubeClient:
             if response.status >= 400:
                 raise ApiError(response.status, _message(text) or str(response.reason))
             return text
+
+    async def watch(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
+        """The events of a watch (`?watch=true`), one JSON object per line, until the server ends it.
+        Lines are split here rather than by aiohttp's readline, whose line limit (64 KiB) a large
+        ConfigMap would pass."""
+        query = {**params, "watch": "true"}
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
+        async with self._session.get(self._server + path, params=query, timeout=timeout) as response:
+            if response.status >= 400:
+                text = await response.text(errors="replace")
+                raise ApiError(response.status, _message(text) or str(response.reason))
+            pending = b""
+            async for chunk in response.content.iter_any():
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+            if pending.strip():
+                yield json.loads(pending)
 
     async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self._request("POST", path, body)

@@ -7,18 +7,14 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from federator import reasons
 from federator.kube.client import SECRETS
+from federator.kube.reads import SecretSource
 from federator.provision.errors import ManagementError
 
-
-class SecretSource(Protocol):
-    """Where Secret objects are read, by API path: the cluster (`KubeClient`), or in local mode the
-    Secret documents of the manifest files (`federator.local.references.LocalSecrets`)."""
-
-    async def get(self, path: str) -> dict[str, Any] | None: ...
+__all__ = ["SecretSource", "SecretsAtHand", "secret_values"]
 
 
 @dataclass(frozen=True)

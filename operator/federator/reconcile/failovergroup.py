@@ -26,6 +26,7 @@ from federator.failover.rounds import probe_and_step
 from federator.failover.runtime import FailoverRuntime
 from federator.failover.state import GroupState, Switch
 from federator.kube.client import CONFIGMAPS, KubeClient, ResourceRef
+from federator.kube.reads import ClusterReads
 from federator.planning.errors import PlanningError
 from federator.planning.task import Owner
 from federator.provision.errors import ManagementError
@@ -147,7 +148,7 @@ class GroupResult:
 
 
 async def reconcile(
-    client: KubeClient, runtime: FailoverRuntime, body: dict[str, Any], now: datetime | None = None
+    reads: ClusterReads, runtime: FailoverRuntime, body: dict[str, Any], now: datetime | None = None
 ) -> GroupResult:
     """One round in a cluster for the group in `body` (its current status included)."""
     meta, spec_raw = body["metadata"], body.get("spec") or {}
@@ -157,7 +158,11 @@ async def reconcile(
         invalid = Findings(cond.stalled(reasons.INVALID_SPEC, message), retry_after=_period(spec_raw))
         return GroupResult(status_result(body, invalid, spec_warnings(FAILOVER_GROUP, spec_raw)), [])
     ports = GroupPorts(
-        client, runtime.prober, ConfigMapEndpoints(client), runtime.dns, tasks=_namespace_tasks(client)
+        reads.secrets,
+        runtime.prober,
+        ConfigMapEndpoints(reads),
+        runtime.dns,
+        tasks=_namespace_tasks(reads.client),
     )
     found = await group_round(
         ports,
@@ -183,7 +188,7 @@ def _namespace_tasks(client: KubeClient) -> Callable[[str], Awaitable[list[dict[
 class ConfigMapEndpoints:
     """The endpoints ConfigMap, owned by the group."""
 
-    client: KubeClient
+    reads: ClusterReads
 
     @property
     def description(self) -> str:
@@ -191,8 +196,9 @@ class ConfigMapEndpoints:
 
     async def publish(self, config_map: dict[str, Any]) -> str | None:
         meta = config_map["metadata"]
-        stored = await self.client.get(CONFIGMAPS.path(meta["namespace"], meta["name"]))
-        outcome, _ = await ensure(self.client, CONFIGMAPS, config_map, stored)
+        stored = await self.reads.children.get(CONFIGMAPS, meta["namespace"], meta["name"])
+        outcome, written = await ensure(self.reads.client, CONFIGMAPS, config_map, stored)
+        self.reads.children.remember(CONFIGMAPS, written)
         return f"ConfigMap {meta['name']}" if outcome is Outcome.RESTORED else None
 
 

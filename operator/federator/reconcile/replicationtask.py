@@ -11,12 +11,12 @@ from typing import Any
 
 from federator import reasons
 from federator.apply.children import Outcome, ensure
-from federator.failover.runtime import FailoverRuntime
 from federator.kube.client import CONFIGMAPS, KubeClient, ResourceRef
+from federator.kube.reads import ClusterReads
 from federator.observe.driver import driver_status_fields
 from federator.observe.sparkapps import SparkObservation, camel, observe
 from federator.planning.errors import PlanningError
-from federator.planning.following import Following
+from federator.planning.following import Following, followed_groups
 from federator.planning.launchers import LAUNCHERS, LauncherModule, render_spark_application
 from federator.planning.task import (
     TASK_CONFIG_KEY,
@@ -25,7 +25,7 @@ from federator.planning.task import (
     task_config_map_name,
 )
 from federator.reconcile.replicationtask_inputs import TaskInputs, gather
-from federator.reconcile.replicationtask_source import source_reachable
+from federator.reconcile.replicationtask_source import SourceProbes, source_reachable
 from federator.reconcile.taskpods import judge_checkpoint_claim, judge_service_account
 from federator.settings import OperatorSettings
 from federator.status import conditions as cond
@@ -40,47 +40,92 @@ from federator_contract.taskconfig import TaskConfig, TaskConfigError
 SPARK_RUNNING = "SparkApplicationRunning"
 
 
+@dataclass
+class TaskMemory:
+    """What a task's passes keep between them (the operator's per-object registry): its spec as parsed and
+    its children as planned, with what they were made from. Only a spec change parses again, and only that
+    or a switch of a followed group plans again; an observe pass reads, compares and observes."""
+
+    parsed: tuple[int, Parsed] | None = None
+    """(generation, the spec parsed at it)."""
+    planned: tuple[tuple[Any, ...], TaskPlan, dict[str, Any]] | None = None
+    """(what the plan was made from, the plan, the Spark application rendered from it)."""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    problems: str
+    """Why the spec cannot run, in words; empty when it can."""
+    spec: ReplicationTaskSpec | None = None
+    followed: tuple[str, ...] = ()
+    """The FailoverGroups it follows."""
+    warnings: tuple[object, ...] = ()
+    """Slips in the spec (validation/warnings.py), posted as Events once per generation."""
+
+
 async def reconcile(
-    client: KubeClient,
+    reads: ClusterReads,
     settings: OperatorSettings,
     body: dict[str, Any],
-    failover: FailoverRuntime | None = None,
+    probes: SourceProbes | None = None,
+    memory: TaskMemory | None = None,
 ) -> Result:
-    """One pass for the task in `body` (its current status included). With `failover`, the source is
-    probed (condition SourceReachable)."""
-    found = await _pass(client, settings, body, failover)
-    return status_result(body, found, spec_warnings(REPLICATION_TASK, body.get("spec")))
+    """One pass for the task in `body` (its current status included). With `probes`, the source is probed
+    (condition SourceReachable); with `memory`, what the last pass parsed and planned is reused."""
+    memory = memory or TaskMemory()
+    parsed = parse(body, memory)
+    found = await _pass(reads, settings, body, parsed, probes, memory)
+    return status_result(body, found, parsed.warnings)
 
 
 async def _pass(
-    client: KubeClient, settings: OperatorSettings, body: dict[str, Any], failover: FailoverRuntime | None
+    reads: ClusterReads,
+    settings: OperatorSettings,
+    body: dict[str, Any],
+    parsed: Parsed,
+    probes: SourceProbes | None,
+    memory: TaskMemory,
 ) -> Findings:
-    meta, spec_raw = body["metadata"], body.get("spec") or {}
+    meta = body["metadata"]
     namespace = meta["namespace"]
-    problems = semantic_problems(REPLICATION_TASK, spec_raw)
-    if problems:
-        return Findings(cond.stalled(reasons.INVALID_SPEC, "; ".join(str(p) for p in problems)))
-    spec = ReplicationTaskSpec.model_validate(spec_raw)
-    inputs = await gather(client, namespace, meta["name"], spec, settings)
-    planned = plan(meta, inputs, settings)
+    if parsed.spec is None:
+        return Findings(cond.stalled(reasons.INVALID_SPEC, parsed.problems))
+    inputs = await gather(reads, namespace, meta["name"], parsed.spec, settings, parsed.followed)
+    planned = plan(meta, inputs, settings, memory)
     if isinstance(planned, Findings):
         return planned
-    applied = await apply(client, planned, inputs)
+    applied = await apply(reads, planned, inputs)
     observation = observe(planned.launcher.API_VERSION, applied.stored_app)
     existed = bool((body.get("status") or {}).get("sparkApplication"))
     found = findings(planned, applied, observation, existed=existed)
     if observation.phase == "Running":  # counts, lag per partition and translation, from the driver
         found.status_fields.update(
-            await driver_status_fields(client, namespace, meta["name"], settings.app_metrics_port)
+            await driver_status_fields(reads.client, namespace, meta["name"], settings.app_metrics_port)
         )
-    if failover is not None:
+    if probes is not None:
         found.condition_updates.append(
-            await source_reachable(
-                inputs.secret_source(namespace), failover.prober, namespace, planned.following.spec
-            )
+            await source_reachable(inputs.secret_source(namespace), probes, namespace, planned.following.spec)
         )
     if planned.checkpoint_volume is not None:
         found.condition_updates.append(planned.checkpoint_volume)
+    return found
+
+
+def parse(body: dict[str, Any], memory: TaskMemory) -> Parsed:
+    """The spec checked (schema, CEL rules, semantics) and parsed, once per generation."""
+    generation = body["metadata"].get("generation")
+    if memory.parsed is not None and generation is not None and memory.parsed[0] == generation:
+        return memory.parsed[1]
+    spec_raw = body.get("spec") or {}
+    problems = semantic_problems(REPLICATION_TASK, spec_raw)
+    warnings = tuple(spec_warnings(REPLICATION_TASK, spec_raw))
+    if problems:
+        found = Parsed("; ".join(str(p) for p in problems), warnings=warnings)
+    else:
+        spec = ReplicationTaskSpec.model_validate(spec_raw)
+        found = Parsed("", spec, tuple(followed_groups(spec)), warnings)
+    if generation is not None:
+        memory.parsed = (generation, found)
     return found
 
 
@@ -102,21 +147,30 @@ class PassPlan:
     """The informative condition CheckpointVolumeShared; None for a checkpoint on no claim (a URI)."""
 
 
-def plan(meta: dict[str, Any], inputs: TaskInputs, settings: OperatorSettings) -> PassPlan | Findings:
-    """Pure: the children to apply, or why the task waits (Reconciling) or cannot run (Stalled)."""
+def plan(
+    meta: dict[str, Any], inputs: TaskInputs, settings: OperatorSettings, memory: TaskMemory
+) -> PassPlan | Findings:
+    """The children to apply, or why the task waits (Reconciling) or cannot run (Stalled). Pure but for
+    `memory`, which keeps the last plan for the next pass."""
     try:
         if isinstance(inputs.following, PlanningError):
             raise inputs.following
         following = inputs.following
-        task = plan_replication_task(
-            name=meta["name"],
-            namespace=meta["namespace"],
-            spec=following.spec,
-            settings=settings,
-            uid=meta.get("uid"),
-            generation=meta.get("generation"),
-            following=following,
-        )
+        made_from = (meta.get("generation"), following.members, following.source, meta.get("uid"))
+        if memory.planned is not None and made_from[0] is not None and memory.planned[0] == made_from:
+            _, task, app = memory.planned
+        else:
+            task = plan_replication_task(
+                name=meta["name"],
+                namespace=meta["namespace"],
+                spec=following.spec,
+                settings=settings,
+                uid=meta.get("uid"),
+                generation=meta.get("generation"),
+                following=following,
+            )
+            app = render_spark_application(task.launcher, task.spark_app)
+            memory.planned = (made_from, task, app)
     except PlanningError as err:
         if err.reason in (reasons.FAILOVER_GROUP_PENDING, reasons.FAILOVER_GROUP_NOT_FOUND):
             waiting = cond.reconciling if err.reason == reasons.FAILOVER_GROUP_PENDING else cond.stalled
@@ -125,7 +179,6 @@ def plan(meta: dict[str, Any], inputs: TaskInputs, settings: OperatorSettings) -
     blocked = _preconditions(task, inputs, meta["namespace"])
     if blocked is not None:
         return Findings(blocked, retry_after=settings.retry_seconds)
-    app = render_spark_application(task.launcher, task.spark_app)
     pods, claim = task.spark_app, inputs.checkpoint_claim
     where = f"{pods.namespace}/{pods.checkpoint_pvc.claim_name}" if pods.checkpoint_pvc else None
     shared = judge_checkpoint_claim(where, pods.executor_instances, claim) if where else None
@@ -190,12 +243,17 @@ class Applied:
     """The Spark application as stored after the pass (observed without another read)."""
 
 
-async def apply(client: KubeClient, planned: PassPlan, inputs: TaskInputs) -> Applied:
+async def apply(reads: ClusterReads, planned: PassPlan, inputs: TaskInputs) -> Applied:
     """Create the children, or put back what was changed by hand."""
-    config_map, _ = await ensure(client, CONFIGMAPS, planned.task.config_map, inputs.config_map)
+    client, children = reads.client, reads.children
+    config_map, stored_config_map = await ensure(
+        client, CONFIGMAPS, planned.task.config_map, inputs.config_map
+    )
+    children.remember(CONFIGMAPS, stored_config_map)
     app_ref = ResourceRef(planned.launcher.API_VERSION, planned.launcher.PLURAL)
-    app, stored = await ensure(client, app_ref, planned.app, inputs.app)
-    return Applied(config_map, app, stored)
+    app, stored_app = await ensure(client, app_ref, planned.app, inputs.app)
+    children.remember(app_ref, stored_app)
+    return Applied(config_map, app, stored_app)
 
 
 # ------------------------------------------------------------------------------------------- status

@@ -2,24 +2,20 @@
 the FailoverGroups the task follows, the Secrets its Spark pods will read, the service account they sign in
 as with workload identity, their checkpoint claim, whether the cluster serves the launcher's resource, and
 the task's stored children (its ConfigMap and its Spark application). Planning and applying then work from
-these inputs without reading again."""
+these inputs without reading again. In the operator, children come from the informers and Secrets,
+service accounts and claims through a short-lived cache (kube/reads.py), so a pass with nothing to do asks
+the API server nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from federator.kube.client import (
-    CONFIGMAPS,
-    PERSISTENT_VOLUME_CLAIMS,
-    SECRETS,
-    SERVICE_ACCOUNTS,
-    KubeClient,
-    ResourceRef,
-)
+from federator.kube.client import CONFIGMAPS, PERSISTENT_VOLUME_CLAIMS, SECRETS, SERVICE_ACCOUNTS, ResourceRef
+from federator.kube.reads import ClusterReads
 from federator.planning.errors import PlanningError
-from federator.planning.following import Following, followed_groups, resolve_following
+from federator.planning.following import Following, resolve_following
 from federator.planning.launchers import LAUNCHERS
 from federator.planning.secrets import secret_bindings
 from federator.planning.task import (
@@ -61,30 +57,34 @@ class TaskInputs:
 
 
 async def gather(
-    client: KubeClient, namespace: str, name: str, spec: ReplicationTaskSpec, settings: OperatorSettings
+    reads: ClusterReads,
+    namespace: str,
+    name: str,
+    spec: ReplicationTaskSpec,
+    settings: OperatorSettings,
+    followed: Sequence[str],
 ) -> TaskInputs:
-    """What one pass of task `namespace/name` reads."""
-    groups = {g: await client.get(FAILOVER_GROUPS.path(namespace, g)) for g in followed_groups(spec)}
+    """What one pass of task `namespace/name` reads; `followed`: the groups it follows
+    (planning/following.py: followed_groups)."""
+    client = reads.client
+    groups = {g: await client.get(FAILOVER_GROUPS.path(namespace, g)) for g in followed}
     try:
-        following = resolve_following(spec, groups)
+        following = resolve_following(spec, groups) if groups else Following(spec)
     except PlanningError as err:
         return TaskInputs(err)
     spec = following.spec
     names = sorted({binding.secret_name for binding in secret_bindings(spec)})
-    secrets = {secret: await client.get(SECRETS.path(namespace, secret)) for secret in names}
+    secrets = {secret: await reads.secrets.get(SECRETS.path(namespace, secret)) for secret in names}
     account = (
-        await client.get(SERVICE_ACCOUNTS.path(namespace, task_service_account(spec, settings)))
+        await reads.shared.get(SERVICE_ACCOUNTS.path(namespace, task_service_account(spec, settings)))
         if workload_identities(spec)
         else None
     )
     _, pvc = task_checkpoint(name, namespace, spec, settings)
-    claim = await client.get(PERSISTENT_VOLUME_CLAIMS.path(namespace, pvc.claim_name)) if pvc else None
+    claim = await reads.shared.get(PERSISTENT_VOLUME_CLAIMS.path(namespace, pvc.claim_name)) if pvc else None
     module = LAUNCHERS[task_launcher(spec, settings)]
     served = await client.serves(module.API_VERSION, module.PLURAL)
-    config_map = await client.get(CONFIGMAPS.path(namespace, task_config_map_name(name)))
-    app = (
-        await client.get(ResourceRef(module.API_VERSION, module.PLURAL).path(namespace, name))
-        if served
-        else None
-    )
+    config_map = await reads.children.get(CONFIGMAPS, namespace, task_config_map_name(name))
+    app_ref = ResourceRef(module.API_VERSION, module.PLURAL)
+    app = await reads.children.get(app_ref, namespace, name) if served else None
     return TaskInputs(following, secrets, served, config_map, app, account, claim)

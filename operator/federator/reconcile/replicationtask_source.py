@@ -9,11 +9,13 @@ while a blip between two probes must not flip a task's health in Argo CD. Alert 
 from __future__ import annotations
 
 from federator import reasons
-from federator.failover.connections import resolve_connection
+from federator.failover.connections import MemberConnection, resolve_connection
 from federator.failover.probes import EntityRef, Prober
+from federator.failover.state import ProbeOutcome
 from federator.planning.errors import PlanningError
 from federator.provision.errors import ManagementError
 from federator.provision.secrets import SecretSource
+from federator.recent import Recent
 from federator.status.conditions import ConditionUpdate
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 
@@ -21,8 +23,24 @@ SOURCE_REACHABLE = "SourceReachable"
 SOURCE_PROBE_TIMEOUT_SECONDS = 5.0
 
 
+class SourceProbes:
+    """Probes of task sources, each answer shared for `ttl` seconds (the observe interval): a pass that
+    probes a source probed moments ago — the same entity through the same credentials, by another pass of
+    the task or by another task — gets that answer instead of opening another AMQP connection."""
+
+    def __init__(self, prober: Prober, ttl: float) -> None:
+        self._prober = prober
+        self._recent: Recent[tuple[str, EntityRef], ProbeOutcome] = Recent(ttl)
+
+    async def probe(self, connection: MemberConnection, entity: EntityRef) -> ProbeOutcome:
+        return await self._recent.get(
+            (connection.identity, entity),
+            lambda: self._prober.probe(connection, entity, SOURCE_PROBE_TIMEOUT_SECONDS),
+        )
+
+
 async def source_reachable(
-    secrets: SecretSource, prober: Prober, namespace: str, spec: ReplicationTaskSpec
+    secrets: SecretSource, probes: SourceProbes, namespace: str, spec: ReplicationTaskSpec
 ) -> ConditionUpdate:
     """Probes the source of `spec` (connections already concrete: planning/following.py)."""
     source = spec.source.event_hub or spec.source.service_bus
@@ -44,7 +62,7 @@ async def source_reachable(
             if bus.queue_name is not None
             else EntityRef("subscription", bus.topic_name or "", bus.subscription_name)
         )
-    outcome = await prober.probe(connection, entity, SOURCE_PROBE_TIMEOUT_SECONDS)
+    outcome = await probes.probe(connection, entity)
     if outcome.healthy:
         return ConditionUpdate(SOURCE_REACHABLE, "True", reasons.SOURCE_REACHABLE, f"{entity} answers")
     return ConditionUpdate(

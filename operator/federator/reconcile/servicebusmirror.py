@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from federator import reasons
 from federator.apply.children import Outcome, ensure
 from federator.kube.client import KubeClient, ResourceRef
+from federator.kube.reads import ClusterReads
 from federator.planning.mirror import MirrorPlan, Pair, plan_mirror
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome, deprovision_member, provision_member
@@ -112,7 +113,7 @@ async def mirror_round(
 
 
 async def reconcile(
-    client: KubeClient, env: ManagementEnvironment, body: dict[str, Any], *, provision: bool
+    reads: ClusterReads, env: ManagementEnvironment, body: dict[str, Any], *, provision: bool
 ) -> Result:
     """One round for the mirror in `body`, in a cluster. `provision=False` reuses the member outcomes
     recorded in status (members are re-read every drift interval, not at every status refresh)."""
@@ -123,7 +124,7 @@ async def reconcile(
         return status_result(body, invalid, spec_warnings(SERVICE_BUS_MIRROR, spec_raw))
     spec = ServiceBusMirrorSpec.model_validate(spec_raw)
     status = body.get("status") or {}
-    ports = MirrorPorts(client, lambda _: env, ClusterTasks(client, meta, status))
+    ports = MirrorPorts(reads.secrets, lambda _: env, ClusterTasks(reads, meta, status))
     found = await mirror_round(
         ports,
         namespace=meta["namespace"],
@@ -158,7 +159,7 @@ def _provisioning_notes(outcome: MemberOutcome) -> list[Note]:
 class ClusterTasks:
     """The pairs' tasks as ReplicationTask objects owned by the mirror."""
 
-    client: KubeClient
+    reads: ClusterReads
     meta: dict[str, Any]
     """The mirror's metadata (the owner)."""
     status: dict[str, Any]
@@ -167,16 +168,19 @@ class ClusterTasks:
     async def apply(
         self, ready: Sequence[Pair], waiting: Sequence[Pair]
     ) -> tuple[dict[str, dict[str, Any] | None], list[Note]]:
-        namespace = self.meta["namespace"]
+        namespace, client, children = self.meta["namespace"], self.reads.client, self.reads.children
         reported = {p.get("taskName") for p in self.status.get("pairs") or [] if p.get("reason")}
         tasks: dict[str, dict[str, Any] | None] = {}
         notes = []
         for pair in waiting:
-            tasks[pair.task_name] = await self.client.get(TASKS.path(namespace, pair.task_name))
+            tasks[pair.task_name] = await children.get(TASKS, namespace, pair.task_name)
         for pair in ready:
             name = pair.task_name
-            stored = await self.client.get(TASKS.path(namespace, name))
-            outcome, tasks[name] = await ensure(self.client, TASKS, pair.task, stored)
+            outcome, written = await ensure(
+                client, TASKS, pair.task, await children.get(TASKS, namespace, name)
+            )
+            children.remember(TASKS, written)
+            tasks[name] = written
             if outcome is Outcome.CREATED and name in reported:
                 notes.append(
                     Note("Warning", "DriftCorrected", f"ReplicationTask {name} was deleted; recreated")
@@ -189,7 +193,7 @@ class ClusterTasks:
                     Note("Warning", "DriftCorrected", f"ReplicationTask {name} was changed; restored")
                 )
         planned = {p.task_name for p in [*ready, *waiting]}
-        return tasks, notes + await _remove_obsolete_tasks(self.client, self.meta, planned)
+        return tasks, notes + await _remove_obsolete_tasks(client, self.meta, planned)
 
 
 async def _owned_tasks(client: KubeClient, meta: dict[str, Any]) -> list[dict[str, Any]]:

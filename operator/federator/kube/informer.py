@@ -1,0 +1,208 @@
+"""The operator's children as last seen, kept current by a watch (an informer): a pass reads its
+ConfigMap and its Spark application here instead of asking the API server, so a pass with nothing to do
+costs no request.
+
+One informer per resource and namespace, started on first use: LIST the objects that carry the operator's
+label, then WATCH from the list's resourceVersion. A watch the server ends is resumed from the last version
+seen; `410 Gone` (the server no longer has that version) lists again. While a watch is down the copy may
+be behind: what the operator writes goes into it at once (`remember`), and a create that meets an object
+the copy did not know gets a conflict and reads it (apply/children.py). Where the LIST is refused (RBAC),
+reads go to the API as before."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import urllib.parse
+from typing import Any, Protocol
+
+from federator.kube.client import ApiError, KubeClient, ResourceRef
+
+log = logging.getLogger("federator.kube.informer")
+WATCH_SECONDS = 300
+"""How long one watch request lasts before it is renewed (the API server's own cap is similar)."""
+MAX_BACKOFF_SECONDS = 30.0
+
+
+class ChildReader(Protocol):
+    """Where a pass reads its children."""
+
+    async def get(self, ref: ResourceRef, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def remember(self, ref: ResourceRef, stored: dict[str, Any]) -> None:
+        """Note an object as the API server returned it after a write."""
+        ...
+
+
+class DirectChildren:
+    """Every read asks the API server (callers without informers: tests, one-off tools)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+
+    async def get(self, ref: ResourceRef, namespace: str, name: str) -> dict[str, Any] | None:
+        return await self._client.get(ref.path(namespace, name))
+
+    def remember(self, ref: ResourceRef, stored: dict[str, Any]) -> None:
+        return None
+
+
+class Informer:
+    """The labelled objects of one resource in one namespace. Objects handed out are shared: never
+    modify them."""
+
+    def __init__(self, client: KubeClient, ref: ResourceRef, namespace: str, selector: str) -> None:
+        self._client = client
+        self._path = ref.path(namespace)
+        self._selector = selector
+        self._objects: dict[str, dict[str, Any]] = {}
+        self._version = ""
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """The first LIST (raises ApiError when refused), then the watch in the background."""
+        await self._list()
+        self._task = asyncio.create_task(self._watch(), name=f"informer {self._path}")
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self._objects.get(name)
+
+    def remember(self, stored: dict[str, Any]) -> None:
+        name = stored["metadata"]["name"]
+        if _newer(stored, self._objects.get(name)):
+            self._objects[name] = stored
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _list(self) -> None:
+        query = urllib.parse.urlencode({"labelSelector": self._selector})
+        listing = await self._client.get(f"{self._path}?{query}")
+        if listing is None:
+            raise ApiError(404, f"{self._path} is not served")
+        self._objects = {o["metadata"]["name"]: o for o in listing.get("items") or []}
+        self._version = str((listing.get("metadata") or {}).get("resourceVersion", ""))
+
+    async def _watch(self) -> None:
+        backoff = 1.0
+        while True:
+            params = {
+                "labelSelector": self._selector,
+                "resourceVersion": self._version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": str(WATCH_SECONDS),
+            }
+            try:
+                async with contextlib.aclosing(self._client.watch(self._path, params)) as events:
+                    async for event in events:
+                        if not self._apply(event):
+                            await self._list()  # 410 Gone: start again from a fresh list
+                            break
+                        backoff = 1.0
+                continue
+            except ApiError as err:
+                if err.status == 410:
+                    with contextlib.suppress(Exception):
+                        await self._list()
+                    continue
+                log.warning("watching %s failed (%s); retrying in %.0f s", self._path, err, backoff)
+            except Exception as err:  # a dropped connection, a closed session: retried, never fatal
+                if self._client.closed:
+                    return
+                log.warning("watching %s failed (%r); retrying in %.0f s", self._path, err, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+
+    def _apply(self, event: dict[str, Any]) -> bool:
+        """Apply one watch event; False when the watch must start again from a fresh list."""
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            return obj.get("code") != 410
+        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        if kind == "DELETED":
+            known = self._objects.get(obj["metadata"]["name"])
+            if known is not None and _newer(obj, known):  # not an object the operator wrote since
+                del self._objects[obj["metadata"]["name"]]
+        elif kind in ("ADDED", "MODIFIED"):
+            self.remember(obj)
+        if version:
+            self._version = version
+        return True
+
+
+class Children:
+    """Informers of the operator's children (objects labelled `selector`), per resource and namespace,
+    started on first use and shared by every pass."""
+
+    def __init__(self, client: KubeClient, selector: str) -> None:
+        self._client = client
+        self._selector = selector
+        self._informers: dict[tuple[ResourceRef, str], Informer | None] = {}
+        self._starting: dict[tuple[ResourceRef, str], asyncio.Future[Informer | None]] = {}
+
+    async def get(self, ref: ResourceRef, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            informer = await self._informer(ref, namespace)
+        except Exception as err:  # not served yet, or the LIST failed for now: tried again at the next read
+            log.debug("no informer for %s in %s yet: %r", ref.plural, namespace, err)
+            informer = None
+        if informer is None:
+            return await self._client.get(ref.path(namespace, name))
+        return informer.get(name)
+
+    def remember(self, ref: ResourceRef, stored: dict[str, Any]) -> None:
+        informer = self._informers.get((ref, stored["metadata"].get("namespace", "")))
+        if informer is not None:
+            informer.remember(stored)
+
+    def __len__(self) -> int:
+        """Informers running."""
+        return sum(1 for i in self._informers.values() if i is not None)
+
+    async def close(self) -> None:
+        informers = [i for i in self._informers.values() if i is not None]
+        self._informers.clear()
+        await asyncio.gather(*(i.stop() for i in informers))
+
+    async def _informer(self, ref: ResourceRef, namespace: str) -> Informer | None:
+        key = (ref, namespace)
+        if key in self._informers:
+            return self._informers[key]
+        starting = self._starting.get(key)
+        if starting is None:  # the first of concurrent passes starts it; the others wait for it
+            starting = self._starting[key] = asyncio.ensure_future(self._start(ref, namespace))
+        try:
+            return await asyncio.shield(starting)
+        finally:
+            if starting.done():
+                self._starting.pop(key, None)
+
+    async def _start(self, ref: ResourceRef, namespace: str) -> Informer | None:
+        informer = Informer(self._client, ref, namespace, self._selector)
+        try:
+            await informer.start()
+        except ApiError as err:
+            if err.status not in (401, 403):
+                raise
+            log.warning("cannot list %s in %s (%s): reading each child instead", ref.plural, namespace, err)
+            self._informers[(ref, namespace)] = None
+            return None
+        self._informers[(ref, namespace)] = informer
+        return informer
+
+
+def _newer(candidate: dict[str, Any], known: dict[str, Any] | None) -> bool:
+    """Whether `candidate` is a later version than `known`. resourceVersions are opaque, but the API
+    server's (etcd revisions) are increasing integers; anything else is taken as newer."""
+    if known is None:
+        return True
+    new = str(candidate["metadata"].get("resourceVersion", ""))
+    old = str(known["metadata"].get("resourceVersion", ""))
+    return not (new.isdigit() and old.isdigit()) or int(new) >= int(old)
