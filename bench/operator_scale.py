@@ -242,19 +242,24 @@ class Counts:
         self.requests = Counter({k: v for k, v in stats["requests"].items() if not k.startswith("bench ")})
         self.server_cpu = float(stats["cpu_seconds"])
         self.operator_cpu = time.process_time() - sum(thread_cpu_seconds(t) for t in bench)
+        kind = {"kind": "ReplicationTask"}
         self.passes = (
-            metrics.REGISTRY.get_sample_value(
-                "federator_reconcile_duration_seconds_count", {"kind": "ReplicationTask"}
-            )
-            or 0.0
+            metrics.REGISTRY.get_sample_value("federator_reconcile_duration_seconds_count", kind) or 0
+        )
+        self.pass_seconds = (
+            metrics.REGISTRY.get_sample_value("federator_reconcile_duration_seconds_sum", kind) or 0
         )
 
     def since(self, before: Counts, count: int) -> dict[str, Any]:
         requests = self.requests - before.requests
         server, operator = self.server_cpu - before.server_cpu, self.operator_cpu - before.operator_cpu
+        passes = self.passes - before.passes
         return {
             "seconds": round(self.at - before.at, 2),
-            "passes_per_task": round((self.passes - before.passes) / count, 2),
+            "passes_per_task": round(passes / count, 2),
+            "pass_mean_seconds": round((self.pass_seconds - before.pass_seconds) / passes, 4)
+            if passes
+            else None,
             "api_requests_per_task": round(sum(requests.values()) / count, 3),
             "api_requests": dict(sorted(requests.items())),
             "operator_cpu_seconds": round(operator, 2),
@@ -363,7 +368,8 @@ def main() -> None:
         print(
             f"{result['ready_tasks']}/{count} tasks ready in {result['all_ready_seconds']} s (creates alone: "
             f"{result['baseline_creates_seconds']} s); latency p50 {result['latency_p50_seconds']} s, "
-            f"p99 {result['latency_p99_seconds']} s; {result['passes_per_task']} passes and "
+            f"p99 {result['latency_p99_seconds']} s; {result['passes_per_task']} passes (mean "
+            f"{result['pass_mean_seconds']} s) and "
             f"{result['api_requests_per_task']} API requests per task; RSS {result['rss_mb']} MB; "
             f"API server CPU share {result['api_server_cpu_share']}; idle {args.observe_interval} s: "
             f"{idle['passes_per_task']} passes, {idle['api_requests_per_task']} requests per task; "

@@ -6,6 +6,7 @@ what it returns."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,18 +95,31 @@ async def _pass(
     planned = plan(meta, inputs, settings, memory)
     if isinstance(planned, Findings):
         return planned
-    applied = await apply(reads, planned, inputs)
-    observation = observe(planned.launcher.API_VERSION, applied.stored_app)
-    existed = bool((body.get("status") or {}).get("sparkApplication"))
-    found = findings(planned, applied, observation, existed=existed)
-    if observation.phase == "Running":  # counts, lag per partition and translation, from the driver
-        found.status_fields.update(
-            await driver_status_fields(reads.client, namespace, meta["name"], settings.app_metrics_port)
+    # The source is probed while the children are applied (and the driver asked): a probe waits on the
+    # network for up to a second even when it fails at once (the SDK's connection set-up), and the pass
+    # need not wait twice.
+    probing = (
+        asyncio.ensure_future(
+            source_reachable(inputs.secret_source(namespace), probes, namespace, planned.following.spec)
         )
-    if probes is not None:
-        found.condition_updates.append(
-            await source_reachable(inputs.secret_source(namespace), probes, namespace, planned.following.spec)
-        )
+        if probes is not None
+        else None
+    )
+    try:
+        applied = await apply(reads, planned, inputs)
+        observation = observe(planned.launcher.API_VERSION, applied.stored_app)
+        existed = bool((body.get("status") or {}).get("sparkApplication"))
+        found = findings(planned, applied, observation, existed=existed)
+        if observation.phase == "Running":  # counts, lag per partition and translation, from the driver
+            found.status_fields.update(
+                await driver_status_fields(reads.client, namespace, meta["name"], settings.app_metrics_port)
+            )
+    except BaseException:
+        if probing is not None:
+            probing.cancel()
+        raise
+    if probing is not None:
+        found.condition_updates.append(await probing)
     if planned.checkpoint_volume is not None:
         found.condition_updates.append(planned.checkpoint_volume)
     return found
