@@ -23,8 +23,9 @@ from federator.validation.secrets import secret_shape
 from federator_contract.api.base import QueueOrSubscription
 from federator_contract.api.failovergroup import ProbeEntity
 
-# A probe is one attempt: the SDKs' own retries would stretch a failure beyond the probe's timeout.
-_NO_RETRY: dict[str, Any] = {"retry_total": 0}
+# A probe is one attempt: the SDKs' own retries would stretch a failure beyond the probe's timeout. Without
+# a backoff factor of 0 they still sleep 0.8 s after the one attempt fails, before reporting it.
+_NO_RETRY: dict[str, Any] = {"retry_total": 0, "retry_backoff_factor": 0}
 _CLOSE_TIMEOUT_SECONDS = 5.0
 
 
