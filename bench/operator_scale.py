@@ -93,7 +93,12 @@ def serve() -> None:
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": SOURCE_SECRET},
-        "stringData": {"connectionString": "Endpoint=sb://x/;SharedAccessKeyName=k;SharedAccessKey=eA=="},
+        # Nothing listens on localhost's AMQP port: each source probe is a refused connection, answered at
+        # once. (A host that does not resolve would measure the machine's DNS server instead: hundreds of
+        # concurrent lookups here ran into the probe's 5 s timeout.)
+        "stringData": {
+            "connectionString": "Endpoint=sb://localhost/;SharedAccessKeyName=k;SharedAccessKey=eA=="
+        },
     }
     server.request("POST", f"/api/v1/namespaces/{NS}/secrets", secret)
     print(server.url, flush=True)
