@@ -41,6 +41,7 @@ from kmock._internal import rendering
 from tests.support.kopf_runner import running_operator
 from tests.support.kube import KubeServer
 from tests.support.kubeapi import FaithfulKubernetesEmulator
+from tests.support.orders import orders_service_account
 from tests.support.resources import declare_all
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,6 +50,7 @@ NS = "default"
 RT = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationtasks"
 STATS = "/bench/stats"
 SOURCE_SECRET = "orders-weu"
+CHECKPOINT_CLAIM = "federator-checkpoints"  # the example's
 
 
 @attrs.define(kw_only=True)
@@ -101,6 +103,16 @@ def serve() -> None:
         },
     }
     server.request("POST", f"/api/v1/namespaces/{NS}/secrets", secret)
+    # What every task's pods share, as in a cluster with the chart installed: the service account their
+    # target's workload identity signs in as, and the checkpoint claim.
+    server.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", orders_service_account())
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": CHECKPOINT_CLAIM},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "10Gi"}}},
+    }
+    server.request("POST", f"/api/v1/namespaces/{NS}/persistentvolumeclaims", claim)
     print(server.url, flush=True)
     sys.stdin.read()  # until the parent closes our stdin
     server.stop()
