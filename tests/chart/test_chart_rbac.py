@@ -27,6 +27,7 @@ OPERATOR_NAMESPACED: set[Triple] = (
     | triples("", "events.k8s.io", resources=("events",), verbs=("create", "patch"))
     | triples("", resources=("secrets",), verbs=("get",))
     | triples("", resources=("serviceaccounts", "persistentvolumeclaims"), verbs=("get",))
+    | triples("", resources=("pods",), verbs=("list",))  # the driver pod, by label (observe/driver.py)
 )
 OPERATOR_CLUSTER_ONLY: set[Triple] = (
     triples("apiextensions.k8s.io", resources=("customresourcedefinitions",), verbs=("get", "list", "watch"))

@@ -189,7 +189,9 @@ def test_scheduled_message_appears_at_its_time_and_can_be_cancelled(sb):
 
 
 def test_scheduled_enqueue_time_on_send_delays_delivery(sb):
-    due = datetime.now(UTC) + timedelta(seconds=1.5)
+    # Far enough ahead that the peek below still sees it scheduled on a busy machine (1.5 s was not,
+    # at a load average of 12: sender and receiver links took longer than that to open).
+    due = datetime.now(UTC) + timedelta(seconds=5)
     message = ServiceBusMessage("delayed")
     message.scheduled_enqueue_time_utc = due
     with sb.get_queue_sender("q1") as sender:
@@ -197,7 +199,7 @@ def test_scheduled_enqueue_time_on_send_delays_delivery(sb):
     with sb.get_queue_receiver("q1") as receiver:
         (peeked,) = receiver.peek_messages(max_message_count=5, sequence_number=1)
         assert peeked.state == ServiceBusMessageState.SCHEDULED
-        (received,) = receiver.receive_messages(max_wait_time=5)
+        (received,) = receiver.receive_messages(max_wait_time=15)
         received_at = datetime.now(UTC)
         receiver.complete_message(received)
     assert str(received) == "delayed"

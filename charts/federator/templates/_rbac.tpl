@@ -32,6 +32,10 @@ The operator's permissions in a watched namespace, derived from what its handler
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+# A Running task's driver pod, found by its labels, whose status endpoint the operator reads for lag.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
 # Connection strings referenced by specs: read one by name, never list or watch.
 - apiGroups: [""]
   resources: [secrets]
