@@ -31,10 +31,11 @@ logger = logging.getLogger("federator.replicate")
 
 
 class Stopper:
-    """SIGTERM stops the query after its batch in flight, from a thread of its own: the main thread is
-    inside a py4j call (``awaitTermination``) that must return normally rather than be re-entered from
-    a signal handler. Spark itself is stopped only once that thread is done, so nothing calls into a
-    stopped SparkContext. A signal before the query starts keeps it from starting."""
+    """SIGTERM stops the query (Spark cancels a batch in flight; it is replayed at the next start) from a
+    thread of its own: the main thread is inside a py4j call (``awaitTermination``) that must return
+    normally rather than be re-entered from a signal handler. Spark itself is stopped only once that
+    thread is done, so nothing calls into a stopped SparkContext. A signal before the query starts keeps
+    it from starting."""
 
     def __init__(self) -> None:
         self.requested = threading.Event()
