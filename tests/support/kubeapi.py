@@ -82,6 +82,8 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
     """kmock's emulator plus resourceVersion/uid/generation, status isolation and resumable watches."""
 
     _rv: int = attrs.field(default=0, init=False)
+    # Each distinct request as (User-Agent, method, path, watch), for the RBAC check (support/rbac.py).
+    requested: set[tuple[str, str, str, bool]] = attrs.field(factory=set, init=False)
     # Every event ever emitted, as (resourceVersion, resource, event), so a watch can resume from N.
     _journal: list[tuple[int, Resource, Obj]] = attrs.field(factory=list, init=False)
 
@@ -93,6 +95,8 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
 
     @override
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        self.requested.add((raw_request.headers.get("User-Agent", ""), raw_request.method,
+                            raw_request.path, raw_request.query.get("watch") in ("true", "1")))
         # kmock cannot parse the cluster-wide namespace list (/api/v1/namespaces: "not enough values to
         # unpack"), and answered 500. A cluster answers what RBAC allows; the chart grants namespaced
         # Roles only, so the operator meets 403 there, and kopf falls back to the namespaces it was given.
