@@ -145,9 +145,10 @@ def test_a_connection_lost_mid_stream_is_reopened_after_the_last_event_received(
         stream.close(wait=True)
 
 
-def test_a_stream_reports_the_error_once_reopening_keeps_failing(hub, monkeypatch) -> None:
+def test_a_stream_reports_a_missing_event_hub_at_once(hub) -> None:
+    # Not found is a refusal (a configuration error), handed over without retrying; outages are retried
+    # (tests/spark/test_outages.py).
     connection, _emulator = hub
-    monkeypatch.setattr(eventhubs_streams, "_RECONNECT_DELAY_SECONDS", 0.01)
     stream = PartitionStream(connection, "no-such-hub", "$Default", "0", -1)
     try:
         with pytest.raises(Exception, match="could not be found"):
