@@ -17,6 +17,16 @@ from federator_spark.plan import RETAIN_BATCHES, WritePlan, plan_from_task
 
 logger = logging.getLogger(__name__)
 
+CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+# Spark's default manager (FileContext-based) took 55-80 ms per offset or commit log entry on a local disk
+# here, the FileSystem-based one 13-16 ms, with the same atomicity on a local file system (write a
+# temporary file, then rename it; both check that the name is free first). Two entries per batch, so about
+# 100 ms of every batch: a third of the latency at 1,000 events/s. Checkpoints are always local
+# (federator_contract.checks.checkpoint).
+FILE_SYSTEM_CHECKPOINTS = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
+
 
 def source_options(config: TaskConfig) -> tuple[str, dict[str, str]]:
     """The data source reading the task's source, and its options."""
@@ -71,6 +81,12 @@ def tidy_commit_records(plan: WritePlan, retain_batches: int) -> None:
             logger.info("removed %d commit records no restart needs", removed)
 
 
+def use_file_system_checkpoints(spark: SparkSession) -> None:
+    """Write Spark's checkpoint logs through the FileSystem API, unless the application chose a manager."""
+    if spark.conf.get(CHECKPOINT_FILE_MANAGER, None) is None:
+        spark.conf.set(CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_CHECKPOINTS)
+
+
 def task_slots(spark: SparkSession) -> int:
     """How many tasks the application runs at once: its executors' cores as configured (in cluster
     mode executors may still be starting when the query starts), else Spark's default parallelism."""
@@ -84,6 +100,7 @@ def task_slots(spark: SparkSession) -> int:
 def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = False) -> StreamingQuery:
     """Start the task's query; ``available_now`` processes what is there and stops (tests, catch-up)."""
     datasources.register(spark)
+    use_file_system_checkpoints(spark)
     plan = plan_from_task(config)  # fails fast, on the driver, for specs the app cannot run
     # Commit records are kept as long as Spark keeps its own batches.
     retain_batches = spark.conf.get("spark.sql.streaming.minBatchesToRetain") or str(RETAIN_BATCHES)
