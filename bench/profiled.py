@@ -24,6 +24,7 @@ from federator_spark import datasources, pipeline
 from federator_spark.sinks.replication import ReplicationWriter, TaskReports
 
 _counter = itertools.count()
+_register_real_sources = datasources.register  # `start` swaps the module's name for `register` below
 
 
 class ProfiledWriter(ReplicationWriter):
@@ -48,15 +49,14 @@ class ProfiledReplication(datasources.ReplicationDataSource):
 
 def register(spark: SparkSession) -> None:
     """Register the real data sources, then the profiled twin under its name (later ones win)."""
-    datasources.register(spark)
+    _register_real_sources(spark)
     spark.dataSource.register(ProfiledReplication)
 
 
 def start(spark: SparkSession, config: Any, *, available_now: bool) -> Any:
     """``pipeline.start`` with the profiled writer."""
-    real = datasources.register
     datasources.register = register  # the profiled twin, for this start only
     try:
         return pipeline.start(spark, config, available_now=available_now)
     finally:
-        datasources.register = real
+        datasources.register = _register_real_sources
