@@ -147,10 +147,7 @@ def measure(
     finally:
         query.stop()
     measured_from = result["start"] + run.warmup
-    busy = [
-        p["durationMs"] for p in progress if p["numInputRows"] and _epoch(p["timestamp"]) >= measured_from
-    ]
-    phases = {key: percentile(sorted(d.get(key, 0) for d in busy), 0.5) for key in busy[0]} if busy else {}
+    phases = phases_p50([p for p in progress if _epoch(p["timestamp"]) >= measured_from])
     latencies = sorted(ms for at, ms, _ in result["arrivals"] if at >= run.warmup)
     to_target = sorted(enqueued for at, _, enqueued in result["arrivals"] if at >= run.warmup)
     during_warmup = sorted(ms for at, ms, _ in result["arrivals"] if at < run.warmup)
@@ -196,6 +193,12 @@ class StepCounter:
             name: round((seconds - before.get(name, 0.0)) * 1000 / batches, 1)
             for name, seconds in sorted(end.get("stepSeconds", {}).items())
         } | {"batches": batches}
+
+
+def phases_p50(progress: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The median of each of Spark's ``durationMs`` phases over the batches that moved events."""
+    busy = [p["durationMs"] for p in progress if p["numInputRows"]]
+    return {key: percentile(sorted(d.get(key, 0) for d in busy), 0.5) for key in busy[0]} if busy else {}
 
 
 def _epoch(timestamp: str) -> float:

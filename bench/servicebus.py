@@ -40,7 +40,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusRece
 
 from bench.processes import Emulators, RssSampler, cpu_seconds, emulator_processes, load, tree_cpu_seconds
 from bench.replication import identities, spark_session
-from bench.replication_latency import percentile
+from bench.replication_latency import StepCounter, percentile, phases_p50
 from bench.tasks import (
     EVENT_SIZE,
     ID_WIDTH,
@@ -318,6 +318,7 @@ def measure_latency(
         )
         if query.exception() is not None:
             raise RuntimeError(f"the Spark task failed: {query.exception()}")
+        progress = [json.loads(p.json) for p in query.recentProgress]
     finally:
         query.stop()
     result = json.loads(output.stdout.strip().splitlines()[-1])
@@ -330,6 +331,7 @@ def measure_latency(
         "p50_ms": percentile(measured, 0.50),
         "p99_ms": percentile(measured, 0.99),
         "max_ms": measured[-1] if measured else None,
+        "batch_ms_p50": phases_p50(progress),  # the latest batches Spark keeps, warm-up included
     }
 
 
@@ -343,13 +345,19 @@ def run_scenario(
     west, east = emus.namespaces["west"], emus.namespaces["east"]
     jvm_pid = spark.sparkContext._gateway.proc.pid
     figures: dict[str, dict[str, float]] = {}
+    batches: dict[str, Any] = {}
     for runner in ("sdk-before", "spark", "sdk-after"):
         emulator_cpu = cpu_seconds(emus.pids)
         own = cpu_seconds([os.getpid()]) + tree_cpu_seconds(jvm_pid)
         if runner == "spark":
             source, target, subscription = spark_entities(scenario)
             config = task_config(workdir, emus, scenario, source, target, subscription)
-            seconds, _progress = run_available_now(spark, config)
+            seconds, progress = run_available_now(spark, config)
+            assert config.status_file is not None
+            batches = {
+                "batch_ms_p50": phases_p50(progress),
+                "federator_ms_per_batch": StepCounter(config.status_file).per_batch(),
+            }
         else:
             seconds = sdk_forward(west, east, scenario, runner, total)
         figures[runner] = {
@@ -380,6 +388,8 @@ def run_scenario(
             r: round(f["emulator_cpu_us_per_message"], 1) for r, f in figures.items()
         },
         "read_back": checks,
+        # Where a Spark batch's time went: Spark's phases, Federator's steps (receive: reading the spool).
+        "spark_batches": batches,
         "latency": latency,
         "load_average": load(),
     }

@@ -54,6 +54,10 @@ logger = logging.getLogger(__name__)
 SUB_QUEUES = ("none", "deadLetter")
 _SETTLE_INTERVAL_SECONDS = 1.0
 _FURTHER_WAIT_SECONDS = 0.2  # after the first receive of a batch: only what is already flowing
+# How long the SDK goes on gathering once a receive's first message arrived (its default 0.2 s): a batch
+# waits for it before Spark starts it, while whatever arrives meanwhile waits for the next batch anyway.
+# At 500 messages/s on an all-active pair it was 0.2 s of every 0.8 s cycle.
+_GATHER_SECONDS = 0.05
 # Assumed until a received message tells the entity's lock duration: Service Bus's longest, so nothing
 # expected back is forgotten too early.
 _DEFAULT_LOCK_SPAN_SECONDS = 300.0
@@ -251,6 +255,8 @@ class SourceDriver:
                 self._receiver = self._client.get_subscription_receiver(
                     settings.topic, settings.subscription, **common
                 )
+            if hasattr(self._receiver, "_further_pull_receive_timeout"):  # the SDK's, not an option
+                self._receiver._further_pull_receive_timeout = _GATHER_SECONDS
         return self._receiver
 
     # ---------------------------------------------------------------------------------------- batches
