@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient
 
 from federator_contract.taskconfig import TaskConfig
 from federator_spark.events import Event
@@ -16,6 +15,7 @@ from federator_spark.outages import EndpointRefusedError
 from federator_spark.plan import TargetPlan, plan_from_task
 from federator_spark.sinks.servicebus import ServiceBusPublisher, forget_sender, kept_sender
 from support.connections import connection_files
+from support.queues import queue_bodies
 from support.rows import event_row
 
 pytestmark = pytest.mark.slow  # an emulator, a few seconds
@@ -63,11 +63,7 @@ def publish(target: TargetPlan, *bodies: str) -> ServiceBusPublisher:
 
 
 def received(emulator: Any, queue: str) -> list[str]:
-    with (
-        ServiceBusClient.from_connection_string(emulator.connection_string("basic")) as client,
-        client.get_queue_receiver(queue, max_wait_time=3) as receiver,
-    ):
-        return [str(m) for m in receiver.receive_messages(max_message_count=10, max_wait_time=3)]
+    return queue_bodies(emulator.connection_string("basic"), queue)
 
 
 def test_the_tasks_of_a_worker_send_through_one_sender_per_entity(emulator, target):

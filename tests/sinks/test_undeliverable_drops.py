@@ -9,12 +9,12 @@ import logging
 from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient
 
 from federator_contract.taskconfig import TaskConfig
 from federator_spark.plan import plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
 from support.connections import connection_files
+from support.queues import queue_bodies
 from support.rows import event_row
 
 pytestmark = pytest.mark.slow  # an emulator, a few seconds
@@ -46,12 +46,8 @@ def write(emulator: Any, tmp_path: Any, **endpoints: Any) -> Any:
     return report
 
 
-def received(emulator: Any, name: str) -> list[str]:
-    with (
-        ServiceBusClient.from_connection_string(emulator.connection_string("basic")) as client,
-        client.get_queue_receiver(name, max_wait_time=3) as receiver,
-    ):
-        return [str(m) for m in receiver.receive_messages(max_message_count=10, max_wait_time=3)]
+def received(emulator: Any, queue: str) -> list[str]:
+    return queue_bodies(emulator.connection_string("basic"), queue)
 
 
 @pytest.fixture
