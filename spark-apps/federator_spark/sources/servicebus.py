@@ -325,9 +325,9 @@ class SourceDriver:
 
     def _receive(self, wanted: int) -> list[Any]:
         """Up to ``wanted`` messages; stops early when the entity runs dry, when a receive brought fewer
-        than asked (the SDK gathers for 0.2 s after the first message: what it found is what was ready, and
-        a batch now beats a fuller one later), or after a quarter of the lock duration, so the first
-        messages are renewed (by the settler, which waits for this lock) in time."""
+        than asked (the SDK gathers for ``_GATHER_SECONDS`` after the first message: what it found is
+        what was ready, and a batch now beats a fuller one later), or after a quarter of the lock
+        duration, so the first messages are renewed (by the settler, which waits for this lock) in time."""
         receiver = self.receiver()
         received: list[Any] = []
         started = time.monotonic()
