@@ -160,12 +160,24 @@ def kube() -> Iterator[KubeServer]:
 def operator_role(k8s_tools: K8sTools, tmp_path_factory: pytest.TempPathFactory) -> set[Triple]:
     """What the chart's operator Role grants in a watched namespace (`helm template`, default values)."""
     home = tmp_path_factory.mktemp("rbac-helm")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "KUBECONFIG": str(home / "none")}
-    done = subprocess.run([str(k8s_tools.helm), "template", "fed", str(ROOT / "charts" / "federator")],
-                          capture_output=True, text=True, env=env, check=True, timeout=60)
-    [role] = [d for d in yaml.safe_load_all(done.stdout)
-              if d and d["kind"] == "Role" and d["metadata"]["name"] == "fed-federator"]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "KUBECONFIG": str(home / "none"),
+    }
+    done = subprocess.run(
+        [str(k8s_tools.helm), "template", "fed", str(ROOT / "charts" / "federator")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    [role] = [
+        d
+        for d in yaml.safe_load_all(done.stdout)
+        if d and d["kind"] == "Role" and d["metadata"]["name"] == "fed-federator"
+    ]
     return granted(role["rules"])
 
 
@@ -178,10 +190,18 @@ def operator_stays_within_its_role(request: pytest.FixtureRequest) -> Iterator[N
     server = request.node.funcargs.get("kube")
     if grants is None or not isinstance(server, KubeServer):
         return
-    made = {(method, path, watch) for agent, method, path, watch in list(server.emulator.requested)
-            if agent.startswith(OPERATOR_AGENTS)}
-    refused = sorted({f"{need} for {method} {path}" for method, path, watch in made
-                      if (need := needed(method, path, watch)) is not None and need not in grants})
+    made = {
+        (method, path, watch)
+        for agent, method, path, watch in list(server.emulator.requested)
+        if agent.startswith(OPERATOR_AGENTS)
+    }
+    refused = sorted(
+        {
+            f"{need} for {method} {path}"
+            for method, path, watch in made
+            if (need := needed(method, path, watch)) is not None and need not in grants
+        }
+    )
     assert not refused, "the chart's operator Role does not grant:\n" + "\n".join(refused)
 
 

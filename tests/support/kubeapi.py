@@ -95,16 +95,28 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
 
     @override
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
-        self.requested.add((raw_request.headers.get("User-Agent", ""), raw_request.method,
-                            raw_request.path, raw_request.query.get("watch") in ("true", "1")))
+        self.requested.add(
+            (
+                raw_request.headers.get("User-Agent", ""),
+                raw_request.method,
+                raw_request.path,
+                raw_request.query.get("watch") in ("true", "1"),
+            )
+        )
         # kmock cannot parse the cluster-wide namespace list (/api/v1/namespaces: "not enough values to
         # unpack"), and answered 500. A cluster answers what RBAC allows; the chart grants namespaced
         # Roles only, so the operator meets 403 there, and kopf falls back to the namespaces it was given.
         if raw_request.path.rstrip("/") == "/api/v1/namespaces":
-            status = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "reason": "Forbidden",
-                      "code": 403, "details": {"kind": "namespaces"},
-                      "message": 'namespaces is forbidden: cannot list resource "namespaces" in API group "" '
-                                 "at the cluster scope"}
+            status = {
+                "apiVersion": "v1",
+                "kind": "Status",
+                "status": "Failure",
+                "reason": "Forbidden",
+                "code": 403,
+                "details": {"kind": "namespaces"},
+                "message": 'namespaces is forbidden: cannot list resource "namespaces" in API group "" '
+                "at the cluster scope",
+            }
             return aiohttp.web.json_response(status, status=403)
         return await super().__call__(raw_request)
 
