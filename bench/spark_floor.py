@@ -78,16 +78,12 @@ def measure(spark: SparkSession, sink: str, manager: str | None, args: argparse.
         progress = [json.loads(p.json) for p in query.recentProgress]
         query.stop()
     batches = [p["durationMs"] for p in progress[len(progress) // 3 :]]  # warm ones
-    return {
-        "batches": len(batches),
-        **{
-            phase: {
-                "p50": percentile(sorted(b.get(phase, 0) for b in batches), 0.5),
-                "p90": percentile(sorted(b.get(phase, 0) for b in batches), 0.9),
-            }
-            for phase in PHASES
-        },
-    }
+    return {"batches": len(batches), **{phase: spread(batches, phase) for phase in PHASES}}
+
+
+def spread(batches: list[dict[str, float]], phase: str) -> dict[str, float | None]:
+    ordered = sorted(batch.get(phase, 0) for batch in batches)
+    return {"p50": percentile(ordered, 0.5), "p90": percentile(ordered, 0.9)}
 
 
 def main() -> None:

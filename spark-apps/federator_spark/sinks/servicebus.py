@@ -35,11 +35,15 @@ _senders: dict[tuple[str, str, bool], tuple[Any, Any]] = {}
 _senders_lock = threading.Lock()
 
 
+def _sender_key(target: TargetPlan) -> tuple[str, str, bool]:
+    return target.connection.to_option(), target.entity, target.is_topic
+
+
 def kept_sender(target: TargetPlan) -> Any:
     """This worker's sender to ``target``'s entity, opened on first use."""
     from federator_spark.connections import servicebus_client
 
-    key = (target.connection.to_option(), target.entity, target.is_topic)
+    key = _sender_key(target)
     with _senders_lock:
         if key not in _senders:
             client = servicebus_client(target.connection)
@@ -54,7 +58,7 @@ def kept_sender(target: TargetPlan) -> Any:
 def forget_sender(target: TargetPlan) -> None:
     """Close and drop ``target``'s kept sender (after a failure): the next task opens a new one."""
     with _senders_lock:
-        kept = _senders.pop((target.connection.to_option(), target.entity, target.is_topic), None)
+        kept = _senders.pop(_sender_key(target), None)
     for closing in reversed(kept or ()):
         with contextlib.suppress(Exception):
             closing.close()
@@ -102,11 +106,7 @@ class ServiceBusPublisher:
         from azure.servicebus.exceptions import MessageSizeExceededError
 
         if self._batch is None:  # the SDK asks the broker for the size limit once, opening a link
-            self._batch = self._kept_while(
-                lambda: retrying(
-                    self._sender.create_message_batch, self._endpoint, f"opening {self.target.entity}"
-                )
-            )
+            self._batch = self._retrying(self._sender.create_message_batch, f"opening {self.target.entity}")
         try:
             self._batch.add_message(message)
         except MessageSizeExceededError:
@@ -119,16 +119,13 @@ class ServiceBusPublisher:
             self._send(batch)
 
     def _send(self, batch: Any) -> None:
-        self._kept_while(
-            lambda: retrying(
-                lambda: self._sender.send_messages(batch), self._endpoint, f"sending to {self.target.entity}"
-            )
-        )
+        self._retrying(lambda: self._sender.send_messages(batch), f"sending to {self.target.entity}")
 
-    def _kept_while(self, action: Any) -> Any:
-        """``action()``; a sender it fails on is not kept for the next task."""
+    def _retrying(self, action: Any, what: str) -> Any:
+        """``action()``, retried through outages (``outages.retrying``); a sender it fails on for good is
+        not kept for the next task."""
         try:
-            return action()
+            return retrying(action, self._endpoint, what)
         except BaseException:
             forget_sender(self.target)
             raise
