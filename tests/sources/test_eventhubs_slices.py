@@ -33,7 +33,9 @@ def test_fewer_slices_than_tasks_give_a_task_per_slice() -> None:
 
 @pytest.mark.parametrize(("tasks", "expected"), [(None, 4), ("2", 2), ("1", 1)])
 def test_the_reader_plans_at_most_slice_tasks_tasks_over_partitions_with_new_events(tasks, expected) -> None:
-    options = {"connection": '{"connection_string": "Endpoint=sb://h/;SharedAccessKeyName=k;SharedAccessKey=v"}'}
+    options = {
+        "connection": '{"connection_string": "Endpoint=sb://h/;SharedAccessKeyName=k;SharedAccessKey=v"}'
+    }
     options |= {"eventHubName": "hub"} | ({"sliceTasks": tasks} if tasks else {})
     reader = EventHubsSliceReader(options)
     reader._partition_count = 5

@@ -25,7 +25,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,11 +33,10 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from federator_spark import logs
-from federator_spark.config import local_path
-from federator_spark.connections import Connection, servicebus_client
+from federator_spark.connections import servicebus_client
 from federator_spark.outages import Backoff, Endpoint, failure, words
-from federator_spark.plan import STATE_DIR
 from federator_spark.sources.servicebus_records import enqueued, to_record, to_row
+from federator_spark.sources.servicebus_settings import SourceSettings
 from federator_spark.sources.spool import (
     SPOOL_KEY,
     Disposition,
@@ -51,7 +49,6 @@ from federator_spark.sources.spool import (
 
 logger = logging.getLogger(__name__)
 
-SUB_QUEUES = ("none", "deadLetter")
 _SETTLE_INTERVAL_SECONDS = 1.0
 _FURTHER_WAIT_SECONDS = 0.2  # after the first receive of a batch: only what is already flowing
 # How long the SDK goes on gathering once a receive's first message arrived (its default 0.2 s): a batch
@@ -66,60 +63,6 @@ _COMPLETE_AT_ONCE = 500  # lock tokens per management request
 _RUN_ID = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
 
 
-@dataclass(frozen=True)
-class SourceSettings:
-    connection: Connection
-    queue: str | None
-    topic: str | None
-    subscription: str | None
-    dead_letter: bool
-    max_messages: int
-    checkpoint: Path
-    wait_seconds: float
-    max_lock_renewal_seconds: float
-    status_file: str | None = None
-
-    @classmethod
-    def from_options(cls, options: Any) -> SourceSettings:
-        for required in ("connection", "checkpointLocation"):
-            if required not in options:
-                raise ValueError(f"servicebus source needs the option {required!r}")
-        queue, topic, subscription = (
-            options.get("queueName"),
-            options.get("topicName"),
-            options.get("subscriptionName"),
-        )
-        if (queue is None) == (topic is None) or (topic is None) != (subscription is None):
-            raise ValueError("servicebus source needs 'queueName', or 'topicName' with 'subscriptionName'")
-        sub_queue = options.get("subQueue", "none")
-        if sub_queue not in SUB_QUEUES:
-            raise ValueError(f"subQueue must be one of {SUB_QUEUES}, not {sub_queue!r}")
-        max_messages = int(options.get("maxMessagesPerBatch", "500"))
-        if max_messages < 1:
-            raise ValueError("maxMessagesPerBatch must be at least 1")
-        return cls(
-            connection=Connection.from_option(options["connection"]),
-            queue=queue,
-            topic=topic,
-            subscription=subscription,
-            dead_letter=sub_queue == "deadLetter",
-            max_messages=max_messages,
-            checkpoint=local_path(options["checkpointLocation"]),
-            wait_seconds=float(options.get("receiveWaitSeconds", "1")),
-            max_lock_renewal_seconds=float(options.get("maxLockRenewalSeconds", "600")),
-            status_file=options.get("statusFile"),
-        )
-
-    @property
-    def entity_path(self) -> str:
-        path = self.queue or f"{self.topic}/Subscriptions/{self.subscription}"
-        return f"{path}/$DeadLetterQueue" if self.dead_letter else path
-
-    @property
-    def spool_dir(self) -> Path:
-        return self.checkpoint / STATE_DIR / "servicebus"
-
-
 class SpoolPartition(InputPartition):
     def __init__(self, number: int, path: str) -> None:
         super().__init__((number, path))
@@ -128,7 +71,8 @@ class SpoolPartition(InputPartition):
 
 
 class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Options: ``connection`` (JSON, see :class:`Connection`), ``queueName`` | ``topicName`` +
+    """Options (read by :class:`SourceSettings`): ``connection`` (JSON, see
+    :class:`~federator_spark.connections.Connection`), ``queueName`` | ``topicName`` +
     ``subscriptionName``, ``subQueue`` (``none`` | ``deadLetter``), ``maxMessagesPerBatch`` (default
     500), ``checkpointLocation`` (**required**, the query's own: spool files live under it and Spark's
     commit log there decides completion), ``receiveWaitSeconds`` (how long an idle poll waits, default
@@ -209,6 +153,11 @@ class SourceDriver:
         self.lock = threading.RLock()
         # Received messages whose locks we keep until their batch is committed, by sequence number.
         self.held: dict[int, Any] = {}
+        # Received ahead for the next batch while Spark writes this one, in arrival order, not spooled yet
+        # (None: nothing was).
+        self.ahead: dict[int, Any] | None = None
+        self._ahead_thread: threading.Thread | None = None
+        self._batch_wanted = threading.Event()  # Spark asks for the next batch: stop receiving ahead
         self.lock_span: float | None = None
         self.last_call = time.monotonic()
         self.available_now_since: datetime | None = None
@@ -262,6 +211,7 @@ class SourceDriver:
     # ---------------------------------------------------------------------------------------- batches
 
     def latest(self, start: int, wanted: int) -> int:
+        self._stop_receiving_ahead()
         with self.lock:
             committed = self.settle()
             if committed < start:
@@ -272,9 +222,13 @@ class SourceDriver:
             if self.ledger.pending_after(start):
                 # Spooled before a crash, before Spark logged the batch: that file is the next batch.
                 return start + 1
-            if self.available_now_since is not None and self.reached_present:
+            received: list[Any] | None
+            if self.ahead is not None:
+                received = self._take_ahead(wanted)
+            elif self.available_now_since is not None and self.reached_present:
                 return start
-            received = self._receive_while_available(wanted)
+            else:
+                received = self._receive_while_available(wanted)
             if received is None:
                 return start  # unavailable: no batch, Spark asks again
             new = self._sort(received)
@@ -288,16 +242,55 @@ class SourceDriver:
             logger.info(
                 "servicebus %s: spooled %d messages as %d", self.settings.entity_path, len(new), start + 1
             )
+            if not (self.available_now_since is not None and self.reached_present):
+                self._receive_ahead(wanted)
             return start + 1
 
-    def _receive_while_available(self, wanted: int) -> list[Any] | None:
+    # -------------------------------------------------------------------------------- receiving ahead
+
+    def _receive_ahead(self, wanted: int) -> None:
+        """Receive the next batch on a thread while Spark writes this one: ``latest`` then spools what
+        arrived meanwhile instead of starting to receive, and under a backlog the receiving overlaps the
+        writing. Only after a batch with messages: an idle source is polled by ``latest`` as before."""
+        self._batch_wanted.clear()
+        self._ahead_thread = threading.Thread(
+            target=self._run_ahead, args=(wanted,), daemon=True, name="servicebus-receive-ahead"
+        )
+        self._ahead_thread.start()
+
+    def _run_ahead(self, wanted: int) -> None:
+        # Holds the lock throughout (the settler waits): the receive stops when Spark asks for the batch,
+        # or after a quarter of the lock duration, so the held messages are renewed in time.
+        with self.lock:
+            if not self.handed_over:
+                received = self._receive_while_available(wanted, until=self._batch_wanted)
+                if received:  # else ``latest`` receives as usual (Spark may have asked before any receive)
+                    self.ahead = {m.sequence_number: m for m in received}
+                    self._ensure_settler()  # renews their locks should Spark take long to ask
+
+    def _stop_receiving_ahead(self) -> None:
+        """Returns once the receive ahead, if one runs, has stopped (after the receive call in progress)."""
+        thread, self._ahead_thread = self._ahead_thread, None
+        if thread is not None:
+            self._batch_wanted.set()
+            thread.join()
+
+    def _take_ahead(self, wanted: int) -> list[Any]:
+        """What was received ahead, up to ``wanted`` messages (the rest stays for the next batch)."""
+        assert self.ahead is not None
+        messages = list(self.ahead.values())
+        taken, rest = messages[:wanted], messages[wanted:]
+        self.ahead = {m.sequence_number: m for m in rest} if rest else None
+        return taken
+
+    def _receive_while_available(self, wanted: int, until: threading.Event | None = None) -> list[Any] | None:
         """:meth:`_receive`, or None while the namespace is unavailable (the outage is reported and the
         receiver opened again after a growing pause; only a refusal raises)."""
         if time.monotonic() < self._next_receive:
             time.sleep(min(1.0, self._next_receive - time.monotonic()))
             return None
         try:
-            received = self._receive(wanted)
+            received = self._receive(wanted, until)
         except Exception as error:
             failure(error, self.endpoint, f"receiving from {self.settings.entity_path}")
             delay = self._outage.next()
@@ -318,39 +311,41 @@ class SourceDriver:
         messages come back when their locks lapse, and are recognised as spooled then."""
         receiver, client, self._receiver, self._client = self._receiver, self._client, None, None
         self.held.clear()
+        self.ahead = None
         for closing in (receiver, client):
             if closing is not None:
                 with contextlib.suppress(Exception):
                     closing.close()
 
-    def _receive(self, wanted: int) -> list[Any]:
+    def _receive(self, wanted: int, until: threading.Event | None = None) -> list[Any]:
         """Up to ``wanted`` messages; stops early when the entity runs dry, when a receive brought fewer
         than asked (the SDK gathers for ``_GATHER_SECONDS`` after the first message: what it found is
         what was ready, and a batch now beats a fuller one later), or after a quarter of the lock
-        duration, so the first messages are renewed (by the settler, which waits for this lock) in time."""
+        duration, so the first messages are renewed (by the settler, which waits for this lock) in time.
+        Receiving ahead (``until``: set when Spark asks for the batch), it goes on taking what arrives
+        until then instead, a short wait at a time; only ``availableNow`` stops it on a dry entity."""
         receiver = self.receiver()
         received: list[Any] = []
         started = time.monotonic()
         wait = self.settings.wait_seconds
         drained = False
-        while len(received) < wanted:
+        while len(received) < wanted and not (until is not None and until.is_set()):
             asked = wanted - len(received)
             batch = receiver.receive_messages(max_message_count=asked, max_wait_time=wait)
-            if not batch:
-                drained = True
-                break
-            self._learn_lock_span(batch[0])
-            received.extend(batch)
-            wait = _FURTHER_WAIT_SECONDS
-            if (
-                len(batch) < asked
-                or time.monotonic() - started > (self.lock_span or _DEFAULT_LOCK_SPAN_SECONDS) / 4
+            drained = not batch
+            if batch:
+                self._learn_lock_span(batch[0])
+                received.extend(batch)
+            if self.available_now_since is not None and (
+                drained or any(enqueued(m) >= self.available_now_since for m in batch)
             ):
+                self.reached_present = True
+            if self.reached_present or (until is None and (drained or len(batch) < asked)):
                 break
-        if self.available_now_since is not None and (
-            drained or any(enqueued(m) >= self.available_now_since for m in received)
-        ):
-            self.reached_present = True
+            if time.monotonic() - started > (self.lock_span or _DEFAULT_LOCK_SPAN_SECONDS) / 4:
+                break
+            if received:
+                wait = _FURTHER_WAIT_SECONDS if until is None else _GATHER_SECONDS
         if drained:
             # Anything we still expected back would have been redelivered by now.
             span = self.lock_span or _DEFAULT_LOCK_SPAN_SECONDS
@@ -430,16 +425,21 @@ class SourceDriver:
 
         now = datetime.now(UTC)
         half_span = (self.lock_span or _DEFAULT_LOCK_SPAN_SECONDS) / 2
-        for seq, message in list(self.held.items()):
-            locked_until = message.locked_until_utc
-            if locked_until is not None and (locked_until - now).total_seconds() > half_span:
-                continue
-            try:
-                self.receiver().renew_message_lock(message)
-            except MessageLockLostError:
-                del self.held[seq]  # redelivered later, and held again then
-            except ServiceBusError as error:
-                logger.warning("servicebus: renewing the lock of message %d failed (%s)", seq, error)
+        for messages in self._locked():
+            for seq, message in list(messages.items()):
+                locked_until = message.locked_until_utc
+                if locked_until is not None and (locked_until - now).total_seconds() > half_span:
+                    continue
+                try:
+                    self.receiver().renew_message_lock(message)
+                except MessageLockLostError:
+                    del messages[seq]  # redelivered later, and held (or received) again then
+                except ServiceBusError as error:
+                    logger.warning("servicebus: renewing the lock of message %d failed (%s)", seq, error)
+
+    def _locked(self) -> list[dict[int, Any]]:
+        """The messages whose locks we keep: the held ones, and those received ahead."""
+        return [self.held, self.ahead] if self.ahead else [self.held]
 
     def _ensure_settler(self) -> None:
         if self._settler is None or not self._settler.is_alive():
@@ -447,7 +447,7 @@ class SourceDriver:
             self._settler.start()
 
     def _settle_loop(self) -> None:
-        """Runs while messages are held. Stops when a newer run took over (it lets the messages go),
+        """Runs while messages are locked. Stops when a newer run took over (it lets the messages go),
         or when Spark has not called for ``maxLockRenewalSeconds`` (the locks then lapse)."""
         while True:
             time.sleep(_SETTLE_INTERVAL_SECONDS)
@@ -455,12 +455,11 @@ class SourceDriver:
                 if self.spool.owner() != _RUN_ID:
                     self._hand_over()
                     return
-                if not self.held:
+                locked = sum(map(len, self._locked()))
+                if not locked:
                     return
                 if time.monotonic() - self.last_call > self.settings.max_lock_renewal_seconds:
-                    logger.warning(
-                        "servicebus: no call from Spark for a while, letting %d locks lapse", len(self.held)
-                    )
+                    logger.warning("servicebus: no call from Spark for a while, %d locks lapse", locked)
                     return
                 try:
                     self.settle()
@@ -473,10 +472,12 @@ class SourceDriver:
         from azure.servicebus.exceptions import ServiceBusError
 
         self.handed_over = True
-        for message in self.held.values():
-            with contextlib.suppress(ServiceBusError, ValueError):  # if it fails, the lock lapses instead
-                self._receiver.abandon_message(message)
+        for messages in self._locked():
+            for message in messages.values():
+                with contextlib.suppress(ServiceBusError, ValueError):  # if it fails, the lock lapses instead
+                    self._receiver.abandon_message(message)
         self.held.clear()
+        self.ahead = None
         logger.info("servicebus %s: a newer run took over", self.settings.entity_path)
         if self._receiver is not None:
             try:
