@@ -6,7 +6,8 @@ consumer's filter such as ``replication = 1`` or ``priority > 5`` still matches 
 (strings, binary, anything an editor or ``setProperties`` wrote) are sent as strings.
 
 The Python SDKs decode every AMQP integer type, and timestamps (milliseconds since the epoch), to a
-Python int, so integers are forwarded as AMQP int, or long when they do not fit 32 bits."""
+Python int, so integers are forwarded as AMQP int, or long when they do not fit 32 bits
+(``sinks/amqp_encoding.py``)."""
 
 from __future__ import annotations
 
@@ -89,20 +90,6 @@ def typed(properties: Mapping[str, str], types: Mapping[str, str]) -> dict[str, 
         except ValueError:  # an editor wrote something else under the name: it stays text
             continue
     return values
-
-
-_INT32 = range(-(2**31), 2**31)
-
-
-def for_amqp(values: Mapping[str, PropertyValue]) -> dict[str | bytes, Any]:
-    """Property values as the SDKs' AMQP encoder takes them: it writes a plain int as a 32-bit int and
-    fails beyond, so a larger one is spelled out as a long (the encoder's own typed-value form)."""
-    return {
-        name: {"TYPE": "LONG", "VALUE": value}
-        if isinstance(value, int) and not isinstance(value, bool) and value not in _INT32
-        else value
-        for name, value in values.items()
-    }
 
 
 def still_tagged(

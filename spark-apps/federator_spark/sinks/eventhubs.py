@@ -27,7 +27,7 @@ from federator_spark.events import Event
 from federator_spark.outages import Endpoint, retrying
 from federator_spark.plan import TargetPlan
 from federator_spark.property_types import PropertyValue
-from federator_spark.sinks.amqp_encoding import PROPERTY_FIELDS, append, encode_event
+from federator_spark.sinks.amqp_encoding import append, encode_message
 from federator_spark.sinks.eventhubs_producers import prepare
 from federator_spark.sinks.undeliverable import Undeliverable
 from federator_spark.sources.eventhubs import receive, sequence_number
@@ -42,6 +42,8 @@ _SCAN_TIMEOUT_SECONDS = 30.0
 # An encoded event is checked alone against an empty batch only past this size, half the smallest
 # limit Event Hubs sets (256 KB, Basic tier): smaller events always fit, at no cost.
 _CHECKED_ALONE_BYTES = 128 * 1024
+# The system properties of a source that travel with an event to an event hub.
+_SYSTEM_PROPERTIES = ("message_id", "correlation_id", "content_type")
 
 Destination = tuple[str, str]  # ("partition", id) or ("key", partition key)
 Encoded = tuple[int, bytes]  # the source sequence number and the encoded event
@@ -71,10 +73,10 @@ class EventHubPublisher:
         hub's message size limit."""
         system = event.system_properties
         if system:
-            system = {name: system[name] for name in PROPERTY_FIELDS if name in system}
+            system = {name: system[name] for name in _SYSTEM_PROPERTIES if name in system}
         destination = self._destination(event)
         # The key travels with every event, also to a fixed partition: consumers and the next hop read it.
-        encoded = encode_event(event.body, properties, system, event.partition_key)
+        encoded = encode_message(event.body, properties, system, event.partition_key)
         if len(encoded) > _CHECKED_ALONE_BYTES:
             self._check_alone(destination, encoded)
         pending = self._pending.setdefault(destination, [])

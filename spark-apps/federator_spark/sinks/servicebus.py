@@ -1,12 +1,18 @@
 """Publishing to a Service Bus queue or topic in size-bounded batches, in arrival order; a message
-over the entity's size limit is refused (:class:`~federator_spark.sinks.undeliverable.Undeliverable`).
+over the entity's size limit, or with a SessionId over Service Bus's 128 characters, is refused
+(:class:`~federator_spark.sinks.undeliverable.Undeliverable`).
 
 Each message's MessageId is stable across replays (:attr:`Event.message_id`: a Service Bus source's own
 MessageId, else the source identity ``<host>/<entity>/<partition>/<sequence>``), so a target with
-duplicate detection drops what a replayed batch sends again. TimeToLive, To and ReplyTo of a Service Bus
-source travel with the message. SessionId comes from the
+duplicate detection drops what a replayed batch sends again. TimeToLive, To, ReplyTo, Subject,
+CorrelationId and ContentType of a Service Bus source travel with the message. SessionId comes from the
 partition key (the source partition id for keyless events), so session-enabled queues accept every
 message and a session receiver sees each stream in order; the same key is kept as PartitionKey.
+
+Messages are encoded once, by ``sinks/amqp_encoding.py``, to the bytes ``ServiceBusMessage`` and
+``ServiceBusMessageBatch.add_message`` would have produced (which encoded each message twice), and
+appended to the SDK's batch; its envelope carries the first message's MessageId, SessionId and
+PartitionKey, as ``add_message`` sets it. The SDK sends the batch, with its retries.
 """
 
 from __future__ import annotations
@@ -15,18 +21,21 @@ import contextlib
 import logging
 import threading
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 from federator_spark.events import Event
 from federator_spark.outages import Endpoint, retrying
 from federator_spark.plan import TargetPlan
-from federator_spark.property_types import PropertyValue, for_amqp
+from federator_spark.property_types import PropertyValue
+from federator_spark.sinks.amqp_encoding import append, encode_message, header_ttl
 from federator_spark.sinks.undeliverable import Undeliverable
 
 logger = logging.getLogger(__name__)
 
 _FLUSH_MESSAGES = 500
+# The system properties of a source that travel with a message (MessageId and SessionId are the sink's).
+_SYSTEM_PROPERTIES = ("content_type", "correlation_id", "subject", "to", "reply_to")
+_MAX_SESSION_ID = 128  # Service Bus's limit, which the SDK checks
 
 # Senders a Python worker keeps, one per target entity: opening one (connection, CBS, link, each polled
 # every 50 ms) took 0.47 s and closing it 0.7 s (the client joins its keep-alive thread) on the emulator,
@@ -64,6 +73,30 @@ def forget_sender(target: TargetPlan) -> None:
             closing.close()
 
 
+def append_message(batch: Any, encoded: bytes, message_id: str, session: str) -> bool:
+    """:func:`append` to a ``ServiceBusMessageBatch``; as ``add_message`` does, the first message gives
+    the batch envelope its MessageId, SessionId and partition key."""
+    if not append(batch, encoded):
+        return False
+    if len(batch) == 1:
+        batch._amqp_transport.set_batch_envelope_properties(batch._message, message_id, session, session)
+    return True
+
+
+def _encoded(event: Event, properties: Mapping[str, PropertyValue], session: str) -> bytes:
+    """``event`` as its message, in the session (and with the partition key) ``session``."""
+    if len(session) > _MAX_SESSION_ID:
+        raise Undeliverable(
+            f"a SessionId of {len(session)} characters exceeds the limit of Service Bus "
+            f"({_MAX_SESSION_ID} characters)"
+        )
+    system = event.system_properties
+    fields = {name: system[name] for name in _SYSTEM_PROPERTIES if name in system}
+    fields["message_id"], fields["group_id"] = event.message_id, session
+    ttl = system.get("time_to_live")  # from a Service Bus source: e.g. set by an activePassive rule
+    return encode_message(event.body, properties, fields, session, header_ttl(float(ttl)) if ttl else None)
+
+
 class ServiceBusPublisher:
     def __init__(self, target: TargetPlan, status_file: str | None = None) -> None:
         self.target = target
@@ -73,28 +106,13 @@ class ServiceBusPublisher:
 
     def add(self, event: Event, properties: Mapping[str, PropertyValue]) -> None:
         """Add ``event`` to the batch being filled, sending it first when full; raises
-        :class:`Undeliverable` for a message over the entity's message size limit."""
-        from azure.servicebus import ServiceBusMessage
-
-        system = event.system_properties
+        :class:`Undeliverable` for a message over the entity's message size limit, or with a SessionId
+        longer than Service Bus allows."""
         session = event.partition_key if event.partition_key is not None else event.partition
-        ttl = system.get("time_to_live")  # from a Service Bus source: e.g. set by an activePassive rule
-        message = ServiceBusMessage(
-            event.body,
-            application_properties=for_amqp(properties),
-            message_id=event.message_id,
-            session_id=session,
-            partition_key=session,
-            content_type=system.get("content_type"),
-            correlation_id=system.get("correlation_id"),
-            subject=system.get("subject"),
-            to=system.get("to"),
-            reply_to=system.get("reply_to"),
-            time_to_live=timedelta(seconds=float(ttl)) if ttl else None,
-        )
-        if not self._append(message):
+        encoded = _encoded(event, properties, session)
+        if not self._append(encoded, event.message_id, session):
             self.flush()
-            if not self._append(message):  # not even alone
+            if not self._append(encoded, event.message_id, session):  # not even alone
                 raise Undeliverable(
                     f"a message with a body of {len(event.body)} bytes exceeds the message size limit "
                     f"of {self.target.entity} ({self._batch.max_size_in_bytes} bytes)"
@@ -102,16 +120,10 @@ class ServiceBusPublisher:
         if len(self._batch) >= _FLUSH_MESSAGES:
             self.flush()
 
-    def _append(self, message: Any) -> bool:
-        from azure.servicebus.exceptions import MessageSizeExceededError
-
+    def _append(self, encoded: bytes, message_id: str, session: str) -> bool:
         if self._batch is None:  # the SDK asks the broker for the size limit once, opening a link
             self._batch = self._retrying(self._sender.create_message_batch, f"opening {self.target.entity}")
-        try:
-            self._batch.add_message(message)
-        except MessageSizeExceededError:
-            return False
-        return True
+        return append_message(self._batch, encoded, message_id, session)
 
     def flush(self) -> None:
         batch, self._batch = self._batch, None
