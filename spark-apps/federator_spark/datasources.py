@@ -1,11 +1,12 @@
 """The Python data sources, registered by name: ``eventhubs`` and ``servicebus`` (stream readers and
 writers) and ``federator-replication`` (the whole task's writer: editors, routing, several targets;
-and its Event Hubs source, read in slices)."""
+and its source, an event hub or a Service Bus entity read in slices)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
@@ -14,6 +15,11 @@ from pyspark.sql.types import StructType
 from federator_spark.events import SCHEMA
 from federator_spark.sources.eventhubs import EventHubsStreamReader
 from federator_spark.sources.eventhubs_slices import SLICE_COLUMNS, SLICE_SCHEMA, EventHubsSliceReader
+
+SLICE_KIND = "sliceKind"  # which source a reader reads in slices: eventhubs (the default), servicebus
+
+if TYPE_CHECKING:
+    from federator_spark.sources.servicebus_slices import ServiceBusSliceReader
 
 # Writers and the Service Bus reader are imported where they are made: Spark starts a Python process
 # for a query's source, which imports this module, and the writers' plans (the task model, editors)
@@ -66,9 +72,10 @@ class ServiceBusDataSource(DataSource):
 
 class ReplicationDataSource(DataSource):
     """A ReplicationTask. Writer: option ``taskConfig`` (the task config JSON); its input is rows of
-    events, or slices of an event hub when option ``sliceSource`` holds that reader's options (JSON).
-    Reader: an event hub in slices (:class:`EventHubsSliceReader`, options of the ``eventhubs``
-    reader)."""
+    events, or slices when option ``sliceSource`` holds the slice reader's options (JSON). Reader: an event
+    hub in slices (:class:`EventHubsSliceReader`, options of the ``eventhubs`` reader), or with option
+    ``sliceKind`` = ``servicebus`` a Service Bus entity in slices (``ServiceBusSliceReader``, options of
+    the ``servicebus`` reader)."""
 
     @classmethod
     def name(cls) -> str:
@@ -78,7 +85,7 @@ class ReplicationDataSource(DataSource):
         return SLICE_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return EventHubsSliceReader(self.options)
+        return slice_reader(self.options)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from federator_spark.config import load_task_config
@@ -94,7 +101,15 @@ class ReplicationDataSource(DataSource):
             return ReplicationWriter(plan)
         if tuple(schema.fieldNames()) != SLICE_COLUMNS:
             raise ValueError(f"option 'sliceSource' needs an input of slices ({SLICE_SCHEMA})")
-        return ReplicationWriter(plan, EventHubsSliceReader(json.loads(self.options["sliceSource"])))
+        return ReplicationWriter(plan, slice_reader(json.loads(self.options["sliceSource"])))
+
+
+def slice_reader(options: Any) -> EventHubsSliceReader | ServiceBusSliceReader:
+    if options.get(SLICE_KIND, "eventhubs") == "servicebus":
+        from federator_spark.sources.servicebus_slices import ServiceBusSliceReader
+
+        return ServiceBusSliceReader(options)
+    return EventHubsSliceReader(options)
 
 
 def register(spark: SparkSession) -> None:

@@ -118,12 +118,14 @@ def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = Fals
         "checkpointLocation": config.query_checkpoint_location,
         "retainBatches": retain_batches,
     }
+    # Read in slices: the write tasks read the events themselves (sources/eventhubs_slices.py, in one wave
+    # of tasks; sources/servicebus_slices.py, from the spool).
     if source_format == "eventhubs":
-        # Read in slices: the write tasks receive the events themselves (sources/eventhubs_slices.py),
-        # in one wave of tasks.
-        source_format = "federator-replication"
         options["sliceTasks"] = str(task_slots(spark))
-        writer_options["sliceSource"] = json.dumps(options)
+    else:
+        options[datasources.SLICE_KIND] = source_format
+    source_format = "federator-replication"
+    writer_options["sliceSource"] = json.dumps(options)
     reader = spark.readStream.format(source_format).options(**options).load()
     writer = (
         reader.writeStream.format("federator-replication")

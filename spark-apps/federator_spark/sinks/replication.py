@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
@@ -32,7 +32,6 @@ from federator_spark.plan import DEAD_LETTER, TargetPlan, WritePlan
 from federator_spark.property_types import still_tagged, typed
 from federator_spark.provenance import forwarded_properties, is_loop
 from federator_spark.sinks.undeliverable import Undeliverable
-from federator_spark.sources.eventhubs_slices import EventHubsSliceReader
 
 if TYPE_CHECKING:
     from federator_spark.sinks.replay import ReplayGuard
@@ -220,11 +219,18 @@ def _timed(events: Iterator[Event], steps: dict[str, float], step: str) -> Itera
         yield event
 
 
+class SliceReader(Protocol):
+    """What reads the events of a task's slice rows (``sources/eventhubs_slices.py``,
+    ``sources/servicebus_slices.py``)."""
+
+    def events_by_partition(self, slices: Iterable[Any]) -> Iterator[Iterator[Event]]: ...
+
+
 class ReplicationWriter(DataSourceStreamWriter):
     """Writes rows of events (:data:`~federator_spark.events.SCHEMA`), or, given ``slices``, rows of
-    slices whose events it reads itself (:mod:`federator_spark.sources.eventhubs_slices`)."""
+    slices whose events it reads itself."""
 
-    def __init__(self, plan: WritePlan, slices: EventHubsSliceReader | None = None) -> None:
+    def __init__(self, plan: WritePlan, slices: SliceReader | None = None) -> None:
         logs.configure()  # the driver's process that commits batches
         self.plan = plan
         self.slices = slices
