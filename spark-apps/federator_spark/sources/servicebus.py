@@ -265,7 +265,8 @@ class SourceDriver:
             if not self.handed_over:
                 received = self._receive_while_available(wanted, until=self._batch_wanted)
                 if received:  # else ``latest`` receives as usual (Spark may have asked before any receive)
-                    self.ahead = {m.sequence_number: m for m in received}
+                    # After what a smaller batch limit left (``_take_ahead``), in arrival order.
+                    self.ahead = {**(self.ahead or {}), **{m.sequence_number: m for m in received}}
                     self._ensure_settler()  # renews their locks should Spark take long to ask
 
     def _stop_receiving_ahead(self) -> None:
