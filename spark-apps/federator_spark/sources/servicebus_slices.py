@@ -21,9 +21,9 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from federator_spark.events import Event
-from federator_spark.sources.servicebus import ServiceBusStreamReader
-from federator_spark.sources.servicebus_records import PARTITION, to_row
-from federator_spark.sources.spool import SPOOL_KEY, Spool, read_spool_file
+from federator_spark.sources.servicebus import ServiceBusStreamReader, SpoolPartition
+from federator_spark.sources.servicebus_records import PARTITION
+from federator_spark.sources.spool import SPOOL_KEY, Spool
 
 
 class SpoolSlices(InputPartition):
@@ -55,6 +55,5 @@ class ServiceBusSliceReader(ServiceBusStreamReader):
     def _events(self, numbers: list[int]) -> Iterator[Event]:
         spool = Spool(self.settings.spool_dir)
         for number in numbers:
-            source, records = read_spool_file(spool.path(number))
-            for record in records:
-                yield Event(*to_row(record, source))
+            for row in super().read(SpoolPartition(number, str(spool.path(number)))):  # the file as rows
+                yield Event(*row)
