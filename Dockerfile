@@ -71,6 +71,13 @@ jdk.security.jgss,jdk.management,jdk.management.agent,jdk.jfr,jdk.naming.dns,jdk
 jdk.net,jdk.charsets,jdk.localedata,jdk.attach \
     && cp --remove-destination /etc/ssl/certs/java/cacerts /opt/java/lib/security/cacerts
 
+# The app's JVM classes (spark-apps/jvm: Hadoop's local file system without a chmod process per file),
+# compiled against the venv's Hadoop client with the JDK above; the Spark image puts the jar among Spark's.
+FROM java AS spark-jvm
+COPY --from=spark-venv /opt/venv/lib/python3.11/site-packages/pyspark/jars/hadoop-client-api-*.jar /jars/
+COPY spark-apps/jvm /src/jvm
+RUN /src/jvm/build-jar /jars
+
 # ---------------------------------------------------------------------------------------------------
 # Target `operator`: the kopf operator (`federator operator`). Health on 8080, metrics on 9090.
 FROM python AS operator
@@ -103,6 +110,7 @@ RUN apt-get update \
        --shell /usr/sbin/nologin spark
 COPY --from=java /opt/java /opt/java
 COPY --from=spark-venv /opt/venv /opt/venv
+COPY --from=spark-jvm /jars/federator-hadoop.jar /opt/venv/lib/python3.11/site-packages/pyspark/jars/
 COPY images/spark/entrypoint.sh images/spark/decom.sh /opt/
 # The launchers run local:///opt/federator/replicate.py (docs/launchers.md); the package is in the venv.
 COPY spark-apps/replicate.py /opt/federator/replicate.py

@@ -53,6 +53,7 @@ from bench.processes import (
     tree_cpu_seconds,
 )
 from bench.tasks import EVENT_SIZE, ID_WIDTH, PARTITIONS, ROOT, body, run_available_now, task_config
+from federator_spark import spark_settings
 
 logger = logging.getLogger("bench")
 
@@ -230,9 +231,8 @@ def spark_session(profile_dir: Path | None, conf: list[str]) -> Any:
         os.environ["FEDERATOR_BENCH_PROFILE_DIR"] = str(profile_dir)
     from pyspark.sql import SparkSession
 
-    builder = (
+    builder = spark_settings.configured(
         SparkSession.builder.appName("federator-bench-replication")
-        .config("spark.sql.session.timeZone", "UTC")
         .master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -11,8 +11,11 @@ Spark's ``rate`` source at ``--rate`` rows/s, batches back to back (trigger 0), 
   process of the driver);
 
 each with Spark's default checkpoint file manager (FileContext-based) and with the FileSystem-based one
-the replication app uses (``federator_spark.pipeline``). Printed: the median and 90th percentile of each
-``durationMs`` phase over the last batches. The last line printed is a JSON summary.
+the replication app uses (``federator_spark.pipeline``), on Hadoop's local file system (a ``chmod``
+process for each file it creates); then, in a second Spark process (the file system is fixed for a JVM's
+life), the FileSystem-based manager on the app's own (``spark-apps/jvm``, ``federator_spark.spark_settings``).
+Printed: the median and 90th percentile of each ``durationMs`` phase over the last batches. The last line
+printed is a JSON summary.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import argparse
 import json
 import logging
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +39,7 @@ from pyspark.sql.types import StructType
 from bench.processes import load
 from bench.replication_latency import percentile
 from federator_spark.pipeline import CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_CHECKPOINTS
+from federator_spark.spark_settings import LOCAL_FILE_SYSTEM
 
 logger = logging.getLogger("bench")
 
@@ -42,6 +47,11 @@ PHASES = ("triggerExecution", "addBatch", "walCommit", "commitOffsets", "queryPl
 MANAGERS = {
     "file-context (Spark's default)": None,
     "file-system (the app's)": FILE_SYSTEM_CHECKPOINTS,
+}
+# The local file system a Spark process runs on, and the checkpoint managers measured on it.
+FILE_SYSTEMS: dict[str, tuple[str, dict[str, str | None]]] = {
+    "hadoop's": ("org.apache.hadoop.fs.LocalFileSystem", MANAGERS),
+    "the app's": (LOCAL_FILE_SYSTEM, {"file-system (the app's)": FILE_SYSTEM_CHECKPOINTS}),
 }
 
 
@@ -90,9 +100,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=25, help="seconds per configuration")
     parser.add_argument("--rate", type=int, default=1000, help="rows/s")
+    parser.add_argument("--file-system", choices=FILE_SYSTEMS, help=argparse.SUPPRESS)  # one process's share
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     logger.setLevel(logging.INFO)
+    if args.file_system is not None:
+        print(json.dumps(measure_on(args.file_system, args)))
+        return
+    loads = {"start": load()}
+    results: dict[str, dict[str, Any]] = {}
+    for file_system in FILE_SYSTEMS:
+        results.update(in_own_process(file_system, args))
+    loads["end"] = load()
+    print(
+        json.dumps({"rate": args.rate, "seconds": args.seconds, "batch_ms": results, "load_average": loads})
+    )
+
+
+def in_own_process(file_system: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    command = [sys.executable, "-m", "bench.spark_floor", "--seconds", str(args.seconds)]
+    command += ["--rate", str(args.rate), "--file-system", file_system]
+    output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
+    figures: dict[str, dict[str, Any]] = json.loads(output.strip().splitlines()[-1])
+    return figures
+
+
+def measure_on(file_system: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    implementation, managers = FILE_SYSTEMS[file_system]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = (
@@ -100,22 +134,21 @@ def main() -> None:
         .master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.hadoop.fs.file.impl", implementation)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(CountingSink)
-    loads = {"start": load()}
+    # Not counted: each process's first query also pays for the JVM compiling Spark's code.
+    measure(spark, "python-sink", FILE_SYSTEM_CHECKPOINTS, args)
     results: dict[str, dict[str, Any]] = {}
     for sink in ("noop", "python-sink"):
-        for label, manager in MANAGERS.items():
-            results[f"{sink}, {label}"] = figures = measure(spark, sink, manager, args)
-            logger.info("%s, %s: %s (load %s)", sink, label, figures, load())
-    loads["end"] = load()
+        for label, manager in managers.items():
+            key = f"{sink}, {label}, {file_system} local file system"
+            results[key] = figures = measure(spark, sink, manager, args)
+            logger.info("%s: %s (load %s)", key, figures, load())
     spark.stop()
-    print(
-        json.dumps({"rate": args.rate, "seconds": args.seconds, "batch_ms": results, "load_average": loads})
-    )
-
+    return results
 
 if __name__ == "__main__":
     main()

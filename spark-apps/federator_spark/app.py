@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from federator_contract.driverstatus import TRANSLATION_FILE
 from federator_contract.taskconfig import TaskConfig
-from federator_spark import logs, metrics, pipeline
+from federator_spark import logs, metrics, pipeline, spark_settings
 from federator_spark.config import load_task_config, local_path
 from federator_spark.connections import connection_for
 from federator_spark.lag import LagMonitor
@@ -77,9 +77,8 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_task_config(args.task_config)
     plan = plan_from_task(config)
-    builder = SparkSession.builder.appName(f"federator-{config.namespace}-{config.name}").config(
-        "spark.sql.session.timeZone", "UTC"
-    )
+    builder = SparkSession.builder.appName(f"federator-{config.namespace}-{config.name}")
+    builder = spark_settings.configured(builder)
     if args.master:
         builder = builder.master(args.master).config("spark.ui.enabled", "false")
     spark = builder.getOrCreate()

@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 
 from federator_contract.applog import failed_marker
 from federator_contract.taskconfig import TaskConfig
-from federator_spark import logs, metrics, pipeline
+from federator_spark import logs, metrics, pipeline, spark_settings
 from federator_spark.config import load_task_config
 
 logger = logging.getLogger("federator.host")
@@ -42,13 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format=logs.FORMAT)
 
     configs = [load_task_config(path) for path in args.task_config]
-    spark = (
-        SparkSession.builder.appName("federator-local")
-        .master(args.master)
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.appName("federator-local").master(args.master)
+    builder = builder.config("spark.ui.enabled", "false")
+    spark = spark_settings.configured(builder).getOrCreate()
     servers = [
         metrics.serve(c.metrics_port, c.status_file, c.namespace, c.name)
         for c in configs

@@ -164,7 +164,7 @@ def test_operator_image_starts_the_operator_with_its_health_endpoint() -> None:
 
 def test_spark_image_has_java_spark_our_entrypoint_and_the_app() -> None:
     spark = STAGES["spark"]
-    assert copied_from(spark) == {"java", "spark-venv"}
+    assert copied_from(spark) == {"java", "spark-venv", "spark-jvm"}
     # The Spark app's own dependency set: the app and the contract, not the operator's libraries.
     [install] = STAGES["spark-venv"].all("RUN")
     assert install.split()[2:] == ["images/install-venv", "/src/contract", "/src/spark-apps", "&&",
@@ -183,6 +183,19 @@ def test_spark_image_has_java_spark_our_entrypoint_and_the_app() -> None:
     assert "spark-apps/replicate.py /opt/federator/replicate.py" in spark.all("COPY")
     assert (ROOT / "spark-apps" / "replicate.py").is_file()
     assert spark.all("EXPOSE") == ["9464"]
+
+
+def test_spark_image_puts_the_apps_jvm_classes_among_sparks_jars() -> None:
+    """spark_settings turns the app's local file system on only when SPARK_HOME/jars holds the jar."""
+    from federator_spark.spark_settings import FILE_SYSTEM_JAR
+
+    builder = STAGES["spark-jvm"]
+    assert builder.base == "java"  # the JDK, before jlink's cut
+    assert "spark-apps/jvm /src/jvm" in builder.all("COPY")
+    assert builder.all("RUN") == ["/src/jvm/build-jar /jars"]
+    jars = "/opt/venv/lib/python3.11/site-packages/pyspark/jars/"
+    assert f"--from=spark-jvm /jars/{FILE_SYSTEM_JAR} {jars}" in STAGES["spark"].all("COPY")
+    assert f"SPARK_HOME={jars.removesuffix('/jars/')}" in " ".join(STAGES["spark"].all("ENV"))
 
 
 @pytest.mark.parametrize("script", ["entrypoint.sh", "decom.sh"])

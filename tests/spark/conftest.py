@@ -20,17 +20,17 @@ def spark() -> Iterator[Any]:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
+    from federator_spark import spark_settings
     from federator_spark.datasources import register
 
-    session = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("federator-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
     )
+    session = spark_settings.configured(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     register(session)
     yield session
