@@ -150,5 +150,6 @@ def measure_on(file_system: str, args: argparse.Namespace) -> dict[str, dict[str
     spark.stop()
     return results
 
+
 if __name__ == "__main__":
     main()

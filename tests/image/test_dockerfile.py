@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from federator_spark.spark_settings import FILE_SYSTEM_JAR
 from support.resources import ROOT
 
 DOCKERFILE = ROOT / "Dockerfile"
@@ -187,8 +188,6 @@ def test_spark_image_has_java_spark_our_entrypoint_and_the_app() -> None:
 
 def test_spark_image_puts_the_apps_jvm_classes_among_sparks_jars() -> None:
     """spark_settings turns the app's local file system on only when SPARK_HOME/jars holds the jar."""
-    from federator_spark.spark_settings import FILE_SYSTEM_JAR
-
     builder = STAGES["spark-jvm"]
     assert builder.base == "java"  # the JDK, before jlink's cut
     assert "spark-apps/jvm /src/jvm" in builder.all("COPY")

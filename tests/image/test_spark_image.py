@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 from azure.eventhub import EventData, EventHubProducerClient
 
+from federator_spark.spark_settings import FILE_SYSTEM_JAR
 from support.images import ImageRoot
 
 pytestmark = pytest.mark.images
 
 SPARK_HOME = "/opt/venv/lib/python3.11/site-packages/pyspark"
+SPARK_JARS = SPARK_HOME.removeprefix("/") + "/jars"
 JAVA = "/opt/java/bin/java"
 TINI = ["/usr/bin/tini", "-s", "--"]
 EVENTS = 3000
@@ -208,5 +210,8 @@ def test_the_driver_replicates_in_local_mode_against_the_emulator_and_loses_noth
     assert target_count(connection_string) == EVENTS  # none lost, none twice
     status = json.loads((checkpoint / "status.json").read_text())
     assert (status["eventsIn"], status["targets"]["dst"]["eventsOut"]) == (EVENTS, EVENTS), status
+    # On the app's local file system (spark-apps/jvm): its jar among Spark's, so spark_settings turned it on.
+    assert (spark_image.root / SPARK_JARS / FILE_SYSTEM_JAR).is_file()
+    assert f"{FILE_SYSTEM_JAR} is missing" not in run.output()
     budget["sparkFirstEventSeconds"] = first_event or total
     budget["sparkRunSeconds"] = total
