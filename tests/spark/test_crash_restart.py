@@ -31,7 +31,9 @@ CONFIG = {
     ]
 }
 EVENTS = 400
-PER_TRIGGER = 100
+# Twenty batches: a kill once the target holds a quarter or a half lands mid-stream however fast batches
+# run (with four, one poll of the target could miss the rest of the stream).
+PER_TRIGGER = 20
 
 
 def target_count(cs: str) -> int:
