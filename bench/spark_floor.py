@@ -39,7 +39,7 @@ from pyspark.sql.types import StructType
 from bench.processes import load
 from bench.replication_latency import percentile
 from federator_spark.pipeline import CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_CHECKPOINTS
-from federator_spark.spark_settings import LOCAL_FILE_SYSTEM
+from federator_spark.spark_settings import FILE_SYSTEM_SETTING, LOCAL_FILE_SYSTEM
 
 logger = logging.getLogger("bench")
 
@@ -134,7 +134,7 @@ def measure_on(file_system: str, args: argparse.Namespace) -> dict[str, dict[str
         .master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.hadoop.fs.file.impl", implementation)
+        .config(FILE_SYSTEM_SETTING, implementation)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

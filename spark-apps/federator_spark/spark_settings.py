@@ -15,6 +15,7 @@ logger = logging.getLogger(__name__)
 # spark-apps/jvm: Hadoop's local file system without a `chmod` process per file it creates (Spark creates
 # four per micro-batch for its checkpoint logs). `spark-apps/jvm/build-jar` puts the jar among Spark's.
 FILE_SYSTEM_JAR = "federator-hadoop.jar"
+FILE_SYSTEM_SETTING = "spark.hadoop.fs.file.impl"  # the class Hadoop serves file:// paths with
 LOCAL_FILE_SYSTEM = "federator.hadoop.LocalFileSystem"
 
 
@@ -29,7 +30,7 @@ def settings() -> dict[str, str]:
     chosen = {"spark.sql.session.timeZone": "UTC"}
     jar = spark_jars() / FILE_SYSTEM_JAR
     if jar.is_file():
-        chosen["spark.hadoop.fs.file.impl"] = LOCAL_FILE_SYSTEM
+        chosen[FILE_SYSTEM_SETTING] = LOCAL_FILE_SYSTEM
     else:
         logger.warning("%s is missing: each checkpoint file Spark writes costs a chmod process", jar)
     return chosen

@@ -13,7 +13,7 @@ import pytest
 from spark_helpers import eh_endpoint, read_all, run_task, send, task_config
 
 from federator_spark import spark_settings
-from federator_spark.spark_settings import FILE_SYSTEM_JAR, LOCAL_FILE_SYSTEM
+from federator_spark.spark_settings import FILE_SYSTEM_JAR, FILE_SYSTEM_SETTING, LOCAL_FILE_SYSTEM
 
 
 def file_system(spark):
@@ -91,4 +91,4 @@ def test_the_settings_turn_the_apps_file_system_on_only_where_spark_finds_it(mon
     assert f"{FILE_SYSTEM_JAR} is missing" in caplog.text
 
     (tmp_path / "jars" / FILE_SYSTEM_JAR).write_bytes(b"")
-    assert spark_settings.settings()["spark.hadoop.fs.file.impl"] == LOCAL_FILE_SYSTEM
+    assert spark_settings.settings()[FILE_SYSTEM_SETTING] == LOCAL_FILE_SYSTEM
