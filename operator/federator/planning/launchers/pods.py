@@ -18,8 +18,9 @@ EXECUTOR_CONTAINER = "spark-kubernetes-executor"
 TASK_VOLUME = "federator-task"
 CHECKPOINT_VOLUME = "federator-checkpoint"
 CONFIG_MAP_VOLUME = "federator-config-map-{}"  # numbered: ConfigMap names can exceed a volume name
-# Writable scratch on a read-only root: the JVM (native libraries it unpacks, perf data), Python's
-# tempfile, the image entrypoint's user-name files, spark-submit's work files all use /tmp.
+# Writable scratch on a read-only root: the JVM (native libraries it unpacks, perf data, the Unix domain
+# sockets Python workers reach it through), Python's tempfile, the image entrypoint's user-name files,
+# spark-submit's work files all use /tmp.
 TMP_VOLUME = "tmp"
 TMP_DIR = "/tmp"
 # Spark takes container mounts of volumes named `spark-local-dir-*` as its local dirs (SPARK_LOCAL_DIRS:
