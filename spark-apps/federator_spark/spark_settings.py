@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from pathlib import Path
 
 import pyspark
@@ -19,8 +20,13 @@ FILE_SYSTEM_SETTING = "spark.hadoop.fs.file.impl"  # the class Hadoop serves fil
 LOCAL_FILE_SYSTEM = "federator.hadoop.LocalFileSystem"
 # Python workers and the driver's Python runners reach the JVM over Unix domain sockets instead of TCP on
 # loopback, where Nagle's algorithm meets delayed acknowledgements: a write task waited ~40 ms for its
-# first rows in every batch (bench.spark_floor). The socket files go to java.io.tmpdir (/tmp).
+# first rows in every batch (bench.spark_floor).
 UNIX_SOCKETS_SETTING = "spark.python.unix.domain.socket.enabled"
+UNIX_SOCKETS_DIR_SETTING = "spark.python.unix.domain.socket.dir"
+# A socket's path holds at most 107 bytes (Linux's sun_path less its NUL); Spark names each socket
+# "<dir>/.<uuid4>.sock", 43 bytes after the directory.
+_SOCKET_PATH_LIMIT = 107
+_SOCKET_NAME_BYTES = 43
 
 
 def spark_jars() -> Path:
@@ -29,9 +35,24 @@ def spark_jars() -> Path:
     return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
 
 
+def python_sockets() -> dict[str, str]:
+    """Unix domain sockets in this process's temporary directory (``TMPDIR``: /tmp in the pods, the app's
+    own in local mode), the JVM's and Python's alike; TCP where that directory's path is too long for a
+    socket's."""
+    directory = tempfile.gettempdir()
+    if len(os.fsencode(directory)) + _SOCKET_NAME_BYTES > _SOCKET_PATH_LIMIT:
+        logger.warning(
+            "%s is too long a path for Unix domain sockets: Python workers reach the JVM over TCP, which "
+            "delays each task's first rows (a shorter TMPDIR avoids it)",
+            directory,
+        )
+        return {UNIX_SOCKETS_SETTING: "false"}
+    return {UNIX_SOCKETS_SETTING: "true", UNIX_SOCKETS_DIR_SETTING: directory}
+
+
 def settings() -> dict[str, str]:
     """Spark settings by name; Hadoop's own local file system stays when the jar is missing."""
-    chosen = {"spark.sql.session.timeZone": "UTC", UNIX_SOCKETS_SETTING: "true"}
+    chosen = {"spark.sql.session.timeZone": "UTC", **python_sockets()}
     jar = spark_jars() / FILE_SYSTEM_JAR
     if jar.is_file():
         chosen[FILE_SYSTEM_SETTING] = LOCAL_FILE_SYSTEM

@@ -4,14 +4,33 @@ task's first rows about 40 ms (``python -m bench.spark_floor``)."""
 
 from __future__ import annotations
 
+import logging
+import tempfile
 from collections.abc import Iterator
 
 from federator_spark import spark_settings
-from federator_spark.spark_settings import UNIX_SOCKETS_SETTING
+from federator_spark.spark_settings import UNIX_SOCKETS_DIR_SETTING, UNIX_SOCKETS_SETTING
 
 
-def test_the_settings_ask_for_unix_domain_sockets():
-    assert spark_settings.settings()[UNIX_SOCKETS_SETTING] == "true"
+def test_the_sockets_go_to_the_temporary_directory_the_jvm_and_python_share(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    chosen = spark_settings.settings()
+
+    assert chosen[UNIX_SOCKETS_SETTING] == "true"
+    assert chosen[UNIX_SOCKETS_DIR_SETTING] == str(tmp_path)
+
+
+def test_a_temporary_directory_too_long_for_a_sockets_path_keeps_tcp_and_says_so(monkeypatch, caplog):
+    """Local mode keeps an app's temporary files beside its log, at whatever depth the state dir is."""
+    deep = "/tmp/" + "state/" * 11  # 71 bytes: with Spark's ".<uuid4>.sock" past the 107 a path holds
+    monkeypatch.setattr(tempfile, "tempdir", deep)
+
+    with caplog.at_level(logging.WARNING, logger=spark_settings.__name__):
+        chosen = spark_settings.python_sockets()
+
+    assert chosen == {UNIX_SOCKETS_SETTING: "false"}
+    assert f"{deep} is too long a path for Unix domain sockets" in caplog.text
 
 
 def test_a_python_task_reaches_the_jvm_over_a_unix_domain_socket(spark):
