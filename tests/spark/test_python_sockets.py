@@ -12,13 +12,13 @@ from federator_spark import spark_settings
 from federator_spark.spark_settings import UNIX_SOCKETS_DIR_SETTING, UNIX_SOCKETS_SETTING
 
 
-def test_the_sockets_go_to_the_temporary_directory_the_jvm_and_python_share(monkeypatch, tmp_path):
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+def test_the_sockets_go_to_the_temporary_directory_the_jvm_and_python_share(monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", "/tmp/app")  # TMPDIR, as local mode sets it for an app
 
     chosen = spark_settings.settings()
 
     assert chosen[UNIX_SOCKETS_SETTING] == "true"
-    assert chosen[UNIX_SOCKETS_DIR_SETTING] == str(tmp_path)
+    assert chosen[UNIX_SOCKETS_DIR_SETTING] == "/tmp/app"
 
 
 def test_a_temporary_directory_too_long_for_a_sockets_path_keeps_tcp_and_says_so(monkeypatch, caplog):
