@@ -50,11 +50,8 @@ from federator_spark.spark_settings import FILE_SYSTEM_SETTING, LOCAL_FILE_SYSTE
 logger = logging.getLogger("bench")
 
 PHASES = ("triggerExecution", "addBatch", "walCommit", "commitOffsets", "queryPlanning", "latestOffset")
-MANAGERS = {
-    "file-context (Spark's default)": None,
-    "file-system (the app's)": FILE_SYSTEM_CHECKPOINTS,
-}
 APPS_MANAGER: dict[str, str | None] = {"file-system (the app's)": FILE_SYSTEM_CHECKPOINTS}
+MANAGERS = {"file-context (Spark's default)": None, **APPS_MANAGER}
 # The settings each Spark process starts with, and the checkpoint managers measured in it.
 PROCESSES: dict[str, tuple[dict[str, str], dict[str, str | None]]] = {
     "hadoop's local file system, tcp": (
