@@ -15,6 +15,11 @@ FEDERATOR = Path(sys.executable).parent / "federator"
 SPARK_START = 240  # a Spark JVM on a busy 2-core machine
 
 
+# Not passed on: secrets, and a terminal's size. Writing to a file, the CLI picks its own width, which the
+# tests read lines at; pytest-xdist's workers have COLUMNS=80, which wrapped them.
+WITHHELD = ("FEDERATOR_SECRET_", "COLUMNS", "LINES")
+
+
 def federator(*args: str, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as output:
         return subprocess.Popen(
@@ -22,7 +27,7 @@ def federator(*args: str, log: Path) -> subprocess.Popen[bytes]:
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # so that a failing test can still kill everything
-            env={k: v for k, v in os.environ.items() if not k.startswith("FEDERATOR_SECRET_")},
+            env={k: v for k, v in os.environ.items() if not k.startswith(WITHHELD)},
         )
 
 
