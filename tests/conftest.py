@@ -19,16 +19,16 @@ def work_unit(nodeid: str) -> str:
     """What a worker takes at once: the tests in ``TOGETHER`` as one unit, else a test file."""
     folders = nodeid.split("::", 1)[0].split("/")
     if folders[0] == "tests" and len(folders) > 2 and folders[1] in TOGETHER:
-        return "spark"
+        return "together"
     return nodeid.split("::", 1)[0]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    # xdist's own `--dist loadgroup` cannot be used: it renames node ids in a way pytest 9.2 ignores.
+    # Not xdist's own `--dist loadgroup`: it groups through `item._nodeid`, which pytest 9.2 no longer reads.
     from xdist.scheduler import LoadScopeScheduling
 
-    class SparkTestsTogether(LoadScopeScheduling):  # type: ignore[misc]
+    class SparkTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
