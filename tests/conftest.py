@@ -17,10 +17,11 @@ TOGETHER = frozenset({"spark", "local"})  # folders under tests/
 
 def work_unit(nodeid: str) -> str:
     """What a worker takes at once: the tests in ``TOGETHER`` as one unit, else a test file."""
-    folders = nodeid.split("::", 1)[0].split("/")
+    path = nodeid.split("::", 1)[0]
+    folders = path.split("/")
     if folders[0] == "tests" and len(folders) > 2 and folders[1] in TOGETHER:
         return "together"
-    return nodeid.split("::", 1)[0]
+    return path
 
 
 @pytest.hookimpl(optionalhook=True)
