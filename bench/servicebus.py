@@ -1,7 +1,7 @@
 """Service Bus replication: our Spark app on local[2] against a plain SDK forwarding loop, for the two
 Service Bus paths users run.
 
-    .venv/bin/python -m bench.servicebus [--messages 20000] [--duration 30] [--rate 500]
+    .venv/bin/python -m bench.servicebus [--messages 20000] [--duration 30] [--rate 500] [--batch-limit N]
 
 * ``all-active``: an all-active pair as a ServiceBusMirror generates it: topic ``orders`` on ``west``,
   subscription ``repl-east`` (rule ``replication IS NULL``, action ``SET replication = 1``) → topic
@@ -174,11 +174,18 @@ def sdk_forward(source_cs: str, target_cs: str, scenario: str, runner: str, tota
 
 
 def task_config(
-    workdir: Path, emus: Emulators, scenario: str, source: str, target: str, subscription: str = "repl-east"
+    workdir: Path,
+    emus: Emulators,
+    scenario: str,
+    source: str,
+    target: str,
+    subscription: str = "repl-east",
+    batch_limit: int | None = None,
 ) -> TaskConfig:
     def connection(namespace: str) -> dict[str, Any]:
         return {"emulator": {"namespace": namespace}}
 
+    limit = {"maxMessagesPerBatch": batch_limit} if batch_limit is not None else {}
     if scenario == "all-active":
         spec = {
             "source": {
@@ -186,6 +193,7 @@ def task_config(
                     "connection": connection("west"),
                     "topicName": source,
                     "subscriptionName": subscription,
+                    **limit,
                 }
             },
             "targets": [
@@ -194,7 +202,7 @@ def task_config(
         }
     else:
         spec = {
-            "source": {"serviceBus": {"connection": connection("west"), "queueName": source}},
+            "source": {"serviceBus": {"connection": connection("west"), "queueName": source, **limit}},
             "targets": [
                 {"name": "east", "eventHub": {"connection": connection("east"), "eventHubName": target}}
             ],
@@ -299,7 +307,8 @@ def measure_latency(
     spark: Any, workdir: Path, emus: Emulators, scenario: str, args: argparse.Namespace
 ) -> dict[str, Any]:
     source, target = ("lat", "lat") if scenario == "all-active" else ("q-lat", "out-lat")
-    query = start_task(spark, task_config(workdir, emus, scenario, source, target), available_now=False)
+    config = task_config(workdir, emus, scenario, source, target, batch_limit=args.batch_limit)
+    query = start_task(spark, config, available_now=False)
     try:
         while query.lastProgress is None:
             if query.exception() is not None:
@@ -351,7 +360,7 @@ def run_scenario(
         own = cpu_seconds([os.getpid()]) + tree_cpu_seconds(jvm_pid)
         if runner == "spark":
             source, target, subscription = spark_entities(scenario)
-            config = task_config(workdir, emus, scenario, source, target, subscription)
+            config = task_config(workdir, emus, scenario, source, target, subscription, args.batch_limit)
             seconds, progress = run_available_now(spark, config)
             assert config.status_file is not None
             batches = {
@@ -410,7 +419,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             preload(west, "q-lat", 200, topic=False)
             for scenario in ("all-active", "queue-to-hub"):
                 source, target = ("lat", "lat") if scenario == "all-active" else ("q-lat", "out-lat")
-                run_available_now(spark, task_config(workdir, emus, scenario, source, target))
+                config = task_config(workdir, emus, scenario, source, target, batch_limit=args.batch_limit)
+                run_available_now(spark, config)
             results = {
                 scenario: run_scenario(spark, workdir, emus, scenario, args)
                 for scenario in ("all-active", "queue-to-hub")
@@ -431,6 +441,9 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=30, help="latency run seconds (0: skip)")
     parser.add_argument("--rate", type=int, default=500, help="latency run messages/s")
     parser.add_argument("--warmup", type=float, default=15, help="latency run seconds not measured")
+    parser.add_argument(
+        "--batch-limit", type=int, help="the tasks' maxMessagesPerBatch (default: the task's default)"
+    )
     parser.add_argument(
         "--latency-client", nargs=3, metavar=("SCENARIO", "SOURCE_CS", "TARGET_CS"), help=argparse.SUPPRESS
     )

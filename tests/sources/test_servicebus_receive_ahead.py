@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
@@ -128,3 +130,86 @@ def test_available_now_ends_with_what_was_there_when_it_started(
     assert [n for batch in batches for n in batch] == list(range(1, 26))
     assert all(len(batch) <= 10 for batch in batches)
     assert driver.latest(len(batches), 10) == len(batches)  # and it stays ended
+
+
+def test_available_now_is_not_ended_by_a_short_gather_that_found_nothing(
+    driver: SourceDriver, send: Callable[[range], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    send(range(1, 26))
+    receiver = driver.receiver()
+    receive_messages: Callable[..., list[Any]] = receiver.receive_messages
+    slow_once = [True]
+
+    def slow_broker(max_message_count: int, max_wait_time: float) -> list[Any]:
+        """Four messages a call; the first short gather ends before the broker delivers anything."""
+        if max_wait_time < driver.settings.wait_seconds and slow_once:
+            slow_once.clear()
+            return []
+        return receive_messages(max_message_count=min(4, max_message_count), max_wait_time=max_wait_time)
+
+    monkeypatch.setattr(receiver, "receive_messages", slow_broker)
+    driver.prepare_available_now()
+
+    batches: list[list[int]] = []
+    for batch_id in range(25):
+        end = driver.latest(batch_id, 10)
+        if end == batch_id:
+            break
+        batches.append(spooled(driver, end))
+        time.sleep(0.3)  # Spark writes the batch: the source receives ahead meanwhile, four at a time
+        spark_committed(driver.settings.checkpoint, batch_id, end)
+
+    assert not slow_once  # the short gather did come back empty
+    assert sorted(n for batch in batches for n in batch) == list(range(1, 26))
+
+
+def test_messages_arriving_between_receive_calls_stay_locked_for_the_next_batch(
+    driver: SourceDriver, send: Callable[[range], None], emulator_connection_string: str
+) -> None:
+    send(range(1, 4))
+    assert driver.latest(0, 10) == 1
+    driver._stop_receiving_ahead()  # no receive call runs now; the last one left credit for 10
+    send(range(4, 9))
+    time.sleep(0.5)  # they reach our connection on that credit
+
+    spark_committed(driver.settings.checkpoint, 0, 1)
+    driver.settle()  # a management request (completing batch 1) reads them while it waits
+
+    assert competing_receive(emulator_connection_string) == []  # not released: still ours
+    assert driver.latest(1, 10) == 2
+    assert spooled(driver, 2) == list(range(4, 9))
+
+
+def test_the_settler_leaves_the_settling_to_spark_while_spark_waits_for_a_batch(
+    driver: SourceDriver, send: Callable[[range], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    send(range(1, 21))
+    assert driver.latest(0, 10) == 1
+    eventually(lambda: driver.ahead is not None and len(driver.ahead) == 10)  # locked: the settler runs
+    spark_committed(driver.settings.checkpoint, 0, 1)
+    settled_by: list[str] = []
+    settle, stop_receiving_ahead = driver.settle, driver._stop_receiving_ahead
+    receive_in_progress = threading.Event()
+
+    def recorded_settle() -> int:
+        settled_by.append(threading.current_thread().name)
+        return settle()
+
+    def stop_receiving_ahead_slowly() -> None:
+        """Spark asks while a receive call is still in progress, for as long as two settler ticks."""
+        stop_receiving_ahead()
+        settled_by.append("(spark asks)")
+        receive_in_progress.wait(10)
+
+    monkeypatch.setattr(driver, "settle", recorded_settle)
+    monkeypatch.setattr(driver, "_stop_receiving_ahead", stop_receiving_ahead_slowly)
+    asking = threading.Thread(target=driver.latest, args=(1, 10), name="spark")
+    asking.start()
+    time.sleep(2.5)
+    receive_in_progress.set()
+    asking.join(10)
+
+    # The settler did not take the lock the batch was about to take: the first settling was Spark's.
+    assert settled_by[settled_by.index("(spark asks)") + 1] == "spark"
+    assert spooled(driver, 2) == list(range(11, 21))
+    eventually(lambda: settled_by[-1] == "servicebus-settler")  # it goes on once Spark was served

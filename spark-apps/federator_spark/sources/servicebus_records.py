@@ -16,6 +16,7 @@ from federator_spark.sources.spool import Record
 # Every message of a Service Bus source is in Spark partition "0" of a 1-partition source: a batch is
 # one spool file, written in one task, in receive order.
 PARTITION = "0"
+# The AMQP properties a record keeps, named as the SDK's message properties are (the AMQP names are the same).
 _SYSTEM = ("message_id", "content_type", "correlation_id", "subject", "to", "reply_to")
 
 
@@ -42,10 +43,18 @@ def _body(message: Any) -> bytes:
 
 
 def to_record(message: Any) -> Record:
-    """What the spool keeps of a message: the row's content, not its lock."""
+    """What the spool keeps of a message: the row's content, not its lock.
+
+    The AMQP properties are read from the raw message once: each of the SDK's message properties lists
+    them all again first (half of this function's time, 50 of ~110 µs a message), and decodes text as
+    :func:`as_text` does anyway."""
     properties, types = property_types.read(message.application_properties)
-    system = {name: as_text(getattr(message, name)) for name in _SYSTEM if getattr(message, name) is not None}
+    fields = message.raw_amqp_message.properties
+    system = {}
+    if fields is not None:
+        system = {name: as_text(value) for name in _SYSTEM if (value := getattr(fields, name)) is not None}
     system[SOURCE_KIND] = SERVICE_BUS
+    session = fields.group_id if fields is not None else None
     if message.time_to_live is not None:
         system["time_to_live"] = f"{message.time_to_live.total_seconds():g}"
     return {
@@ -53,7 +62,7 @@ def to_record(message: Any) -> Record:
         "body": base64.b64encode(_body(message)).decode("ascii"),
         "enqueued_time": enqueued(message).timestamp(),
         # Sessions define order in Service Bus; a PartitionKey equals the SessionId when both are set.
-        "partition_key": message.session_id or message.partition_key,
+        "partition_key": as_text(session) if session else message.partition_key,
         "properties": properties,
         "system_properties": system,
         "property_types": types,
