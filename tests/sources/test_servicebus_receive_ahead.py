@@ -69,6 +69,21 @@ def spooled(driver: SourceDriver, number: int) -> list[int]:
     return [int(base64.b64decode(str(r["body"]))) for r in records]
 
 
+def available_now(driver: SourceDriver, writing_seconds: float = 0.0) -> list[list[int]]:
+    """The batches an ``availableNow`` run makes of at most 10 messages, each committed
+    ``writing_seconds`` after it was spooled (Spark writing it; the source receives ahead meanwhile)."""
+    driver.prepare_available_now()
+    batches: list[list[int]] = []
+    for batch_id in range(25):
+        end = driver.latest(batch_id, 10)
+        if end == batch_id:
+            return batches
+        batches.append(spooled(driver, end))
+        time.sleep(writing_seconds)
+        spark_committed(driver.settings.checkpoint, batch_id, end)
+    raise AssertionError("the run did not end")
+
+
 def competing_receive(cs: str) -> list[int]:
     """What another consumer of the queue gets, completed."""
     with ServiceBusClient.from_connection_string(cs) as client, client.get_queue_receiver("q1") as receiver:
@@ -117,15 +132,8 @@ def test_available_now_ends_with_what_was_there_when_it_started(
     driver: SourceDriver, send: Callable[[range], None]
 ) -> None:
     send(range(1, 26))
-    driver.prepare_available_now()
 
-    batches: list[list[int]] = []
-    for batch_id in range(5):
-        end = driver.latest(batch_id, 10)
-        if end == batch_id:
-            break
-        batches.append(spooled(driver, end))
-        spark_committed(driver.settings.checkpoint, batch_id, end)
+    batches = available_now(driver)
 
     assert [n for batch in batches for n in batch] == list(range(1, 26))
     assert all(len(batch) <= 10 for batch in batches)
@@ -148,16 +156,8 @@ def test_available_now_is_not_ended_by_a_short_gather_that_found_nothing(
         return receive_messages(max_message_count=min(4, max_message_count), max_wait_time=max_wait_time)
 
     monkeypatch.setattr(receiver, "receive_messages", slow_broker)
-    driver.prepare_available_now()
 
-    batches: list[list[int]] = []
-    for batch_id in range(25):
-        end = driver.latest(batch_id, 10)
-        if end == batch_id:
-            break
-        batches.append(spooled(driver, end))
-        time.sleep(0.3)  # Spark writes the batch: the source receives ahead meanwhile, four at a time
-        spark_committed(driver.settings.checkpoint, batch_id, end)
+    batches = available_now(driver, writing_seconds=0.3)  # time to receive ahead, four at a time
 
     assert not slow_once  # the short gather did come back empty
     assert sorted(n for batch in batches for n in batch) == list(range(1, 26))
