@@ -349,10 +349,11 @@ class SourceDriver:
         drained = False
         while len(received) < wanted and not (until is not None and until.is_set()):
             asked = wanted - len(received)
+            whole_poll = not received  # this call waits the whole receiveWaitSeconds, later ones a gather
             batch = receiver.receive_messages(max_message_count=asked, max_wait_time=wait)
             # Dry only if a whole poll found nothing: a short gather can end before a busy broker delivers
             # (it ended an availableNow run with 3,910 of 20,000 messages in a benchmark).
-            drained = not batch and wait == self.settings.wait_seconds
+            drained = not batch and whole_poll
             if batch:
                 self._learn_lock_span(batch[0])
                 received.extend(batch)
