@@ -8,16 +8,14 @@ import base64
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus import ServiceBusClient
 
-from federator_spark.connections import Connection
 from federator_spark.sources.servicebus import SourceDriver
-from federator_spark.sources.servicebus_settings import SourceSettings
 from federator_spark.sources.spool import Spool, read_spool_file
 
 
@@ -37,31 +35,6 @@ def eventually(check: Callable[[], bool], timeout: float = 20.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
-
-
-@pytest.fixture
-def send(emulator_connection_string: str) -> Callable[[range], None]:
-    def send(numbers: range) -> None:
-        client = ServiceBusClient.from_connection_string(emulator_connection_string)
-        with client, client.get_queue_sender("q1") as sender:
-            sender.send_messages([ServiceBusMessage(str(n)) for n in numbers])
-
-    return send
-
-
-@pytest.fixture
-def driver(emulator_connection_string: str, tmp_path: Path) -> Iterator[SourceDriver]:
-    options = {
-        "connection": Connection(connection_string=emulator_connection_string).to_option(),
-        "queueName": "q1",
-        "maxMessagesPerBatch": "10",
-        "receiveWaitSeconds": "0.5",
-        "checkpointLocation": str(tmp_path / "checkpoint"),
-    }
-    driver = SourceDriver(SourceSettings.from_options(options))
-    yield driver
-    driver._stop_receiving_ahead()
-    driver._reset_receiver()
 
 
 def spooled(driver: SourceDriver, number: int) -> list[int]:
@@ -161,6 +134,24 @@ def test_available_now_is_not_ended_by_a_short_gather_that_found_nothing(
 
     assert not slow_once  # the short gather did come back empty
     assert sorted(n for batch in batches for n in batch) == list(range(1, 26))
+
+
+def test_available_now_is_not_ended_by_a_receiver_that_took_its_whole_wait_to_open(
+    driver: SourceDriver, send: Callable[[range], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    send(range(1, 6))
+    receiver = driver.receiver()
+    open_link: Callable[..., None] = receiver._open
+
+    def slow_open(*args: Any, **kwargs: Any) -> None:
+        """Opening the link (the first receive call does) takes the whole receive wait, as on a busy host."""
+        if not receiver._running:
+            time.sleep(driver.settings.wait_seconds)
+        open_link(*args, **kwargs)
+
+    monkeypatch.setattr(receiver, "_open", slow_open)
+
+    assert available_now(driver) == [[1, 2, 3, 4, 5]]
 
 
 def test_messages_arriving_between_receive_calls_stay_locked_for_the_next_batch(

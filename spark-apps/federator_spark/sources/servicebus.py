@@ -36,6 +36,7 @@ from federator_spark import logs
 from federator_spark.connections import servicebus_client
 from federator_spark.outages import Backoff, Endpoint, failure, words
 from federator_spark.sources.servicebus_records import enqueued, to_record, to_row
+from federator_spark.sources.servicebus_sdk import complete_together, keep_alive_in_turn, keeping_arrivals
 from federator_spark.sources.servicebus_settings import SourceSettings
 from federator_spark.sources.spool import (
     SPOOL_KEY,
@@ -172,6 +173,7 @@ class SourceDriver:
         self.handed_over = False
         self._client: Any = None
         self._receiver: Any = None
+        self._polled_receiver: Any = None  # the receiver whose link a receive call has opened
         self._source: str | None = None
         self._settler: threading.Thread | None = None
         self.endpoint = Endpoint("source", settings.queue or settings.topic or "source", settings.status_file)
@@ -213,6 +215,7 @@ class SourceDriver:
                 )
             if hasattr(self._receiver, "_further_pull_receive_timeout"):  # the SDK's, not an option
                 self._receiver._further_pull_receive_timeout = _GATHER_SECONDS
+            keep_alive_in_turn(self._receiver, self.lock)
         return self._receiver
 
     # ---------------------------------------------------------------------------------------- batches
@@ -350,7 +353,13 @@ class SourceDriver:
         while len(received) < wanted and not (until is not None and until.is_set()):
             asked = wanted - len(received)
             whole_poll = not received  # this call waits the whole receiveWaitSeconds, later ones a gather
+            opening = self._polled_receiver is not receiver
+            self._polled_receiver = receiver
             batch = receiver.receive_messages(max_message_count=asked, max_wait_time=wait)
+            if opening and not batch:
+                # The receiver's first call opens its link, out of the same wait: on a busy host that took
+                # all of it, and an availableNow run ended with 0 of 20,000 messages. Poll again.
+                continue
             # Dry only if a whole poll found nothing: a short gather can end before a busy broker delivers
             # (it ended an availableNow run with 3,910 of 20,000 messages in a benchmark).
             drained = not batch and whole_poll
@@ -422,11 +431,12 @@ class SourceDriver:
         from azure.servicebus.exceptions import MessageAlreadySettled, MessageLockLostError, ServiceBusError
 
         done: list[int] = []
-        with self._between_receives() as receiver:
+        receiver = self.receiver()
+        with keeping_arrivals(receiver):
             singly: list[Any] = []
             for first in range(0, len(messages), _COMPLETE_AT_ONCE):
                 chunk = messages[first : first + _COMPLETE_AT_ONCE]
-                if len(chunk) > 1 and _complete_together(receiver, chunk):
+                if len(chunk) > 1 and complete_together(receiver, chunk):
                     done.extend(m.sequence_number for m in chunk)
                 else:
                     singly.extend(chunk)
@@ -456,7 +466,8 @@ class SourceDriver:
         ]
         if not due:
             return
-        with self._between_receives() as receiver:
+        receiver = self.receiver()
+        with keeping_arrivals(receiver):
             for messages, seq, message in due:
                 try:
                     receiver.renew_message_lock(message)
@@ -464,25 +475,6 @@ class SourceDriver:
                     del messages[seq]  # redelivered later, and held (or received) again then
                 except ServiceBusError as error:
                     logger.warning("servicebus: renewing the lock of message %d failed (%s)", seq, error)
-
-    @contextlib.contextmanager
-    def _between_receives(self) -> Iterator[Any]:
-        """The receiver, for requests between two receive calls. Messages may still arrive then, on the
-        credit the last call left, and the SDK releases one that arrives while no receive call runs: a
-        request reads them while it waits for its reply. Marked as receiving (the SDK's flag, not an API)
-        while the request runs, the SDK keeps them for the next receive call instead. Released, each cost
-        the broker a second delivery, and a release the SDK failed (``KeyError`` of a delivery tag) left
-        the message locked for a whole lock duration (60 s)."""
-        receiver = self.receiver()
-        receiving = getattr(receiver, "_receive_context", None)
-        if receiving is None or receiving.is_set():
-            yield receiver
-            return
-        receiving.set()
-        try:
-            yield receiver
-        finally:
-            receiving.clear()
 
     def _locked(self) -> list[dict[int, Any]]:
         """The messages whose locks we keep: the held ones, and those received ahead."""
@@ -535,24 +527,3 @@ class SourceDriver:
                 self._client.close()
             except Exception:  # closing a receiver whose connection is gone
                 logger.debug("servicebus: closing after the hand-over failed", exc_info=True)
-
-
-def _complete_together(receiver: Any, messages: list[Any]) -> bool:
-    """Complete ``messages`` with one ``update-disposition`` request on the entity's management link (the
-    SDK's own fallback for settling, by lock tokens); False if it did not (the caller completes them one
-    by one). The receiver link forgets their deliveries: it would keep each tag until settled on it."""
-    from azure.servicebus._common.constants import MESSAGE_COMPLETE, MESSAGE_MGMT_SETTLEMENT_TERM_MAP
-
-    try:
-        receiver._settle_message_via_mgmt_link(
-            MESSAGE_MGMT_SETTLEMENT_TERM_MAP[MESSAGE_COMPLETE], [m.lock_token for m in messages]
-        )
-    except Exception as error:  # any refusal: completing one by one shows which
-        logger.info("servicebus: completing %d messages together failed (%r)", len(messages), error)
-        return False
-    tags = getattr(getattr(receiver._handler, "_link", None), "_received_delivery_tags", None)
-    for message in messages:
-        message._settled = True
-        if tags is not None:
-            tags.discard(message._delivery_tag)
-    return True
