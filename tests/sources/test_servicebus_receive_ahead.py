@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient
+from azure.servicebus.exceptions import MessageLockLostError
 
 from federator_spark.sources.servicebus import SourceDriver
 from federator_spark.sources.spool import Spool, read_spool_file
@@ -169,6 +170,26 @@ def test_messages_arriving_between_receive_calls_stay_locked_for_the_next_batch(
     assert competing_receive(emulator_connection_string) == []  # not released: still ours
     assert driver.latest(1, 10) == 2
     assert spooled(driver, 2) == list(range(4, 9))
+
+
+def test_a_message_received_ahead_whose_lock_is_lost_leaves_nothing_behind(
+    driver: SourceDriver, send: Callable[[range], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    send(range(1, 21))
+    assert driver.latest(0, 10) == 1
+    eventually(lambda: driver.ahead is not None and len(driver.ahead) == 10)
+    driver._stop_receiving_ahead()
+
+    def lock_lost(message: Any) -> None:
+        raise MessageLockLostError(message="lost")
+
+    monkeypatch.setattr(driver.receiver(), "renew_message_lock", lock_lost)
+    with driver.lock:
+        driver.lock_span = 1e9  # every lock is due for renewal
+        driver._renew()
+
+    assert driver.ahead == {} and driver.held == {}
+    assert driver.records == {}  # what it would have spooled is not kept for a message that may not return
 
 
 def test_the_settler_leaves_the_settling_to_spark_while_spark_waits_for_a_batch(

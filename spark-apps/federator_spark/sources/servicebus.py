@@ -473,6 +473,7 @@ class SourceDriver:
                     receiver.renew_message_lock(message)
                 except MessageLockLostError:
                     del messages[seq]  # redelivered later, and held (or received) again then
+                    self.records.pop(seq, None)  # an ahead one's record (it may never come back)
                 except ServiceBusError as error:
                     logger.warning("servicebus: renewing the lock of message %d failed (%s)", seq, error)
 
