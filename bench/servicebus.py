@@ -15,7 +15,8 @@ warmed by a small task), then the SDK loop again; the baseline is both SDK runs 
 reads its own copy of the same pre-loaded messages (1 KB): a subscription per runner on the topic, a
 queue per runner. Every target is read back: 0 lost, 0 duplicated. Then the latency at ``--rate``
 messages/s: a paced producer stamps each message, the task runs with its normal trigger, a consumer on
-the target records receive time - send time (events sent after ``--warmup`` s count). CPU of the
+the target records receive time - send time (events sent after ``--warmup`` s count); beside it, the
+consumer's own floor (the same producer straight into the target, no task between). CPU of the
 emulator is measured beside each run: its Service Bus side (peek-lock receive + complete) bounds both.
 The last line printed is a JSON summary.
 """
@@ -23,6 +24,7 @@ The last line printed is a JSON summary.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -32,6 +34,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -229,10 +232,47 @@ def spark_entities(scenario: str) -> tuple[str, str, str]:
 # ---------------------------------------------------------------------------------------- latency
 
 
+@contextlib.contextmanager
+def latency_sender(
+    source_cs: str, target_cs: str, scenario: str, direct: bool
+) -> Iterator[Callable[[list[tuple[int, str]]], None]]:
+    """Sends (index, send time) stamped messages into the scenario's latency source, or, ``direct``,
+    straight into its target."""
+    if direct and scenario == "queue-to-hub":
+        with EventHubProducerClient.from_connection_string(target_cs, eventhub_name="out-lat") as producer:
+
+            def send_events(stamped: list[tuple[int, str]]) -> None:
+                batch = producer.create_batch()
+                for index, sent in stamped:
+                    data = EventData(body(index))
+                    data.properties = {SEND_TIME: sent}
+                    batch.add(data)
+                producer.send_batch(batch)
+
+            yield send_events
+        return
+    with ServiceBusClient.from_connection_string(target_cs if direct else source_cs) as client:
+        sender = (
+            client.get_topic_sender("lat") if scenario == "all-active" else client.get_queue_sender("q-lat")
+        )
+        with sender:
+
+            def send_messages(stamped: list[tuple[int, str]]) -> None:
+                batch = []
+                for index, sent in stamped:
+                    item = message(index)
+                    item.application_properties = {SEND_TIME: sent}
+                    batch.append(item)
+                sender.send_messages(batch)
+
+            yield send_messages
+
+
 def latency_client(
-    source_cs: str, target_cs: str, scenario: str, rate: int, duration: float
+    source_cs: str, target_cs: str, scenario: str, rate: int, duration: float, direct: bool
 ) -> dict[str, Any]:
-    """Child process: pace ``rate`` messages/s into the scenario's latency source, receive from its target."""
+    """Child process: pace ``rate`` messages/s into the scenario's latency source (``direct``: into its
+    target, which measures the consumer alone), receive from its target."""
     arrivals: list[tuple[float, float]] = []
     stop = threading.Event()
 
@@ -248,7 +288,9 @@ def latency_client(
             )
             with receiver:
                 while not stop.is_set():
-                    for received in receiver.receive_messages(max_message_count=500, max_wait_time=0.2):
+                    # One message a call: a call holds its first message for 0.2 s gathering more
+                    # (the SDK's further-pull window) unless max_message_count is reached first.
+                    for received in receiver.receive_messages(max_message_count=1, max_wait_time=0.2):
                         record((received.application_properties or {}).get(SEND_TIME.encode()))
 
     def receive_hub() -> None:
@@ -277,24 +319,15 @@ def latency_client(
     time.sleep(2)
     start, sent = time.time(), 0
     per_tick = max(1, round(rate * 0.02))
-    with ServiceBusClient.from_connection_string(source_cs) as client:
-        sender = (
-            client.get_topic_sender("lat") if scenario == "all-active" else client.get_queue_sender("q-lat")
-        )
-        with sender:
-            began = time.monotonic()
-            while time.monotonic() - began < duration:
-                batch = []
-                for _ in range(per_tick):
-                    item = message(sent)
-                    item.application_properties = {SEND_TIME: repr(time.time())}
-                    batch.append(item)
-                    sent += 1
-                sender.send_messages(batch)
-                delay = began + sent / rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-            actual = sent / (time.monotonic() - began)
+    with latency_sender(source_cs, target_cs, scenario, direct) as send:
+        began = time.monotonic()
+        while time.monotonic() - began < duration:
+            send([(sent + i, repr(time.time())) for i in range(per_tick)])
+            sent += per_tick
+            delay = began + sent / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        actual = sent / (time.monotonic() - began)
     deadline = time.monotonic() + 60
     while len(arrivals) < sent and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -303,35 +336,24 @@ def latency_client(
     return {"start": start, "sent": sent, "rate": actual, "arrivals": [[s - start, ms] for s, ms in arrivals]}
 
 
-def measure_latency(
-    spark: Any, workdir: Path, emus: Emulators, scenario: str, args: argparse.Namespace
+FLOOR_SECONDS, FLOOR_WARMUP = 10.0, 2.0
+
+
+def run_latency_client(
+    emus: Emulators, scenario: str, args: argparse.Namespace, seconds: float, *, direct: bool
 ) -> dict[str, Any]:
-    source, target = ("lat", "lat") if scenario == "all-active" else ("q-lat", "out-lat")
-    config = task_config(workdir, emus, scenario, source, target, batch_limit=args.batch_limit)
-    query = start_task(spark, config, available_now=False)
-    try:
-        while query.lastProgress is None:
-            if query.exception() is not None:
-                raise RuntimeError(f"the Spark task failed: {query.exception()}")
-            time.sleep(0.1)
-        command = [sys.executable, "-m", "bench.servicebus", "--latency-client", scenario]
-        command += [emus.namespaces["west"], emus.namespaces["east"], "--rate", str(args.rate)]
-        command += ["--duration", str(args.warmup + args.duration)]
-        output = subprocess.run(
-            command,
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=args.warmup + args.duration + 180,
-        )
-        if query.exception() is not None:
-            raise RuntimeError(f"the Spark task failed: {query.exception()}")
-        progress = [json.loads(p.json) for p in query.recentProgress]
-    finally:
-        query.stop()
-    result = json.loads(output.stdout.strip().splitlines()[-1])
-    measured = sorted(ms for at, ms in result["arrivals"] if at >= args.warmup)
+    command = [sys.executable, "-m", "bench.servicebus", "--latency-client", scenario]
+    command += [emus.namespaces["west"], emus.namespaces["east"], "--rate", str(args.rate)]
+    command += ["--duration", str(seconds)] + (["--direct"] if direct else [])
+    output = subprocess.run(
+        command, cwd=ROOT, check=True, capture_output=True, text=True, timeout=seconds + 180
+    )
+    result: dict[str, Any] = json.loads(output.stdout.strip().splitlines()[-1])
+    return result
+
+
+def latencies(result: dict[str, Any], warmup: float) -> dict[str, Any]:
+    measured = sorted(ms for at, ms in result["arrivals"] if at >= warmup)
     return {
         "sent": result["sent"],
         "received": len(result["arrivals"]),
@@ -340,7 +362,36 @@ def measure_latency(
         "p50_ms": percentile(measured, 0.50),
         "p99_ms": percentile(measured, 0.99),
         "max_ms": measured[-1] if measured else None,
+    }
+
+
+def measure_latency(
+    spark: Any, workdir: Path, emus: Emulators, scenario: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The task's latency at ``args.rate``, beside the consumer's own (messages sent straight into the
+    target, no task between): what the measuring itself adds."""
+    floor = latencies(run_latency_client(emus, scenario, args, FLOOR_SECONDS, direct=True), FLOOR_WARMUP)
+    source, target = ("lat", "lat") if scenario == "all-active" else ("q-lat", "out-lat")
+    config = task_config(workdir, emus, scenario, source, target, batch_limit=args.batch_limit)
+    query = start_task(spark, config, available_now=False)
+    try:
+        while query.lastProgress is None:
+            if query.exception() is not None:
+                raise RuntimeError(f"the Spark task failed: {query.exception()}")
+            time.sleep(0.1)
+        assert config.status_file is not None
+        steps = StepCounter(config.status_file)
+        result = run_latency_client(emus, scenario, args, args.warmup + args.duration, direct=False)
+        if query.exception() is not None:
+            raise RuntimeError(f"the Spark task failed: {query.exception()}")
+        progress = [json.loads(p.json) for p in query.recentProgress]
+    finally:
+        query.stop()
+    return {
+        **latencies(result, args.warmup),
+        "consumer_floor": {k: floor[k] for k in ("measured_messages", "p50_ms", "p99_ms")},
         "batch_ms_p50": phases_p50(progress),  # the latest batches Spark keeps, warm-up included
+        "federator_ms_per_batch": steps.per_batch(),
     }
 
 
@@ -447,10 +498,12 @@ def main() -> None:
     parser.add_argument(
         "--latency-client", nargs=3, metavar=("SCENARIO", "SOURCE_CS", "TARGET_CS"), help=argparse.SUPPRESS
     )
+    parser.add_argument("--direct", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.latency_client:
         scenario, source_cs, target_cs = args.latency_client
-        print(json.dumps(latency_client(source_cs, target_cs, scenario, args.rate, args.duration)))
+        result = latency_client(source_cs, target_cs, scenario, args.rate, args.duration, args.direct)
+        print(json.dumps(result))
         return
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     logger.setLevel(logging.INFO)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
 from federator_contract.checks.names import DEAD_LETTER_REASON_PROPERTY
-from federator_spark import failpoints, following, logs, metrics
+from federator_spark import failpoints, following, logs, metrics, worker_gc
 from federator_spark.commits import RETAIN_FROM, CommitLog
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.events import Event, EventMessage
@@ -231,7 +231,8 @@ class ReplicationWriter(DataSourceStreamWriter):
     slices whose events it reads itself."""
 
     def __init__(self, plan: WritePlan, slices: SliceReader | None = None) -> None:
-        logs.configure()  # the driver's process that commits batches
+        logs.configure()  # the driver's processes that plan the write and commit batches
+        worker_gc.freeze_loaded()
         self.plan = plan
         self.slices = slices
 
@@ -248,6 +249,7 @@ class ReplicationWriter(DataSourceStreamWriter):
         from pyspark import TaskContext
 
         logs.configure()  # an executor's Python worker
+        worker_gc.freeze_loaded()
         context = TaskContext.get()
         batch_id = int(context.getLocalProperty("streaming.sql.batchId") or 0) if context else 0
         log = CommitLog(self.plan.state_dir) if self.plan.state_dir else None

@@ -22,7 +22,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from federator_spark import logs, property_types
+from federator_spark import logs, property_types, worker_gc
 from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement, PartitionPositions
 from federator_spark.events import Event
@@ -232,6 +232,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         """The events of ``partition``'s range, in sequence order (what :meth:`read` turns into rows),
         from ``stream`` if given (see :meth:`stream`)."""
         logs.configure()  # an executor's Python worker
+        worker_gc.freeze_loaded()
         source = f"{self.connection.host}/{self.event_hub}"
         stream = stream or self.stream(partition)
         finished = False

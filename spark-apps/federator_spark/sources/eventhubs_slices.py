@@ -21,6 +21,7 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
+from federator_spark import worker_gc
 from federator_spark.events import Event
 from federator_spark.sources import eventhubs_streams
 from federator_spark.sources.eventhubs import EventHubsStreamReader, HubPartition
@@ -56,6 +57,7 @@ class EventHubsSliceReader(EventHubsStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, SliceGroup)
+        worker_gc.freeze_loaded()  # an executor's Python worker
         for part in partition.slices:
             yield (part.partition_id, part.partition_count, part.start, part.end)
 

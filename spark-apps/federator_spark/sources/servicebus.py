@@ -32,7 +32,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from federator_spark import logs
+from federator_spark import logs, worker_gc
 from federator_spark.connections import servicebus_client
 from federator_spark.outages import Backoff, Endpoint, failure, words
 from federator_spark.sources.servicebus_records import enqueued, to_record, to_row
@@ -122,6 +122,7 @@ class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, SpoolPartition)
         logs.configure()  # an executor's Python worker
+        worker_gc.freeze_loaded()
         source, records = read_spool_file(Path(partition.path))
         for record in records:
             yield to_row(record, source)

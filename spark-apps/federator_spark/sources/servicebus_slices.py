@@ -20,6 +20,7 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
+from federator_spark import worker_gc
 from federator_spark.events import Event
 from federator_spark.sources.servicebus import ServiceBusStreamReader, SpoolPartition
 from federator_spark.sources.servicebus_records import PARTITION
@@ -44,6 +45,7 @@ class ServiceBusSliceReader(ServiceBusStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, SpoolSlices)
+        worker_gc.freeze_loaded()  # an executor's Python worker
         for number in partition.numbers:
             yield (PARTITION, 1, number - 1, number)
 
