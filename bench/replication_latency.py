@@ -147,7 +147,7 @@ def measure(
     finally:
         query.stop()
     measured_from = result["start"] + run.warmup
-    phases = phases_p50([p for p in progress if _epoch(p["timestamp"]) >= measured_from])
+    phases = phases_p50([p for p in progress if epoch(p["timestamp"]) >= measured_from])
     latencies = sorted(ms for at, ms, _ in result["arrivals"] if at >= run.warmup)
     to_target = sorted(enqueued for at, _, enqueued in result["arrivals"] if at >= run.warmup)
     during_warmup = sorted(ms for at, ms, _ in result["arrivals"] if at < run.warmup)
@@ -201,7 +201,7 @@ def phases_p50(progress: list[dict[str, Any]]) -> dict[str, float | None]:
     return {key: percentile(sorted(d.get(key, 0) for d in busy), 0.5) for key in busy[0]} if busy else {}
 
 
-def _epoch(timestamp: str) -> float:
+def epoch(timestamp: str) -> float:
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 

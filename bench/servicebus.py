@@ -43,7 +43,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusRece
 
 from bench.processes import Emulators, RssSampler, cpu_seconds, emulator_processes, load, tree_cpu_seconds
 from bench.replication import identities, spark_session
-from bench.replication_latency import StepCounter, percentile, phases_p50
+from bench.replication_latency import StepCounter, epoch, percentile, phases_p50
 from bench.tasks import (
     EVENT_SIZE,
     ID_WIDTH,
@@ -353,7 +353,8 @@ def run_latency_client(
 
 
 def latencies(result: dict[str, Any], warmup: float) -> dict[str, Any]:
-    measured = sorted(ms for at, ms in result["arrivals"] if at >= warmup)
+    arrivals = [(at, ms) for at, ms in result["arrivals"] if at >= warmup]
+    measured = sorted(ms for _, ms in arrivals)
     return {
         "sent": result["sent"],
         "received": len(result["arrivals"]),
@@ -362,7 +363,19 @@ def latencies(result: dict[str, Any], warmup: float) -> dict[str, Any]:
         "p50_ms": percentile(measured, 0.50),
         "p99_ms": percentile(measured, 0.99),
         "max_ms": measured[-1] if measured else None,
+        # Where a p99 came from: a stall (many slow messages sent in one second) or a spread; seconds
+        # after the measuring began, as in ``slowest_batches``.
+        "over_1s_messages": sum(ms > 1000 for ms in measured),
+        "max_sent_at_s": round(max(arrivals, key=lambda a: a[1])[0] - warmup, 1) if arrivals else None,
     }
+
+
+def slowest_batches(progress: list[dict[str, Any]], measured_from: float) -> list[dict[str, Any]]:
+    """The three longest batches Spark kept that started once the latency counted (``measured_from``,
+    epoch seconds): when (seconds after it) and their phases."""
+    kept = [(epoch(p["timestamp"]) - measured_from, p["durationMs"]) for p in progress]
+    slow = sorted((k for k in kept if k[0] >= 0), key=lambda k: -k[1].get("triggerExecution", 0))[:3]
+    return [{"at_s": round(at, 1), **phases} for at, phases in slow]
 
 
 def measure_latency(
@@ -391,6 +404,7 @@ def measure_latency(
         **latencies(result, args.warmup),
         "consumer_floor": {k: floor[k] for k in ("measured_messages", "p50_ms", "p99_ms")},
         "batch_ms_p50": phases_p50(progress),  # the latest batches Spark keeps, warm-up included
+        "slowest_batches": slowest_batches(progress, result["start"] + args.warmup),
         "federator_ms_per_batch": steps.per_batch(),
     }
 
@@ -463,7 +477,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         for runner in RUNNERS:
             preload(west, f"q-{runner}", args.messages, topic=False)
         logger.info("pre-loaded in %.1f s (load %s)", time.perf_counter() - started, load())
-        spark = spark_session(None, [])
+        spark = spark_session(None, ["spark.sql.streaming.numRecentProgressUpdates=400"])  # a latency run's
         with RssSampler(spark.sparkContext._gateway.proc.pid) as rss:
             # Warm the session with a small task of each kind, as a long-running app would be.
             preload(west, "lat", 200, topic=True)
