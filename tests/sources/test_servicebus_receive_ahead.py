@@ -5,6 +5,7 @@ Spark's commit of a batch is written as Spark writes it)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import threading
 import time
@@ -170,6 +171,27 @@ def test_messages_arriving_between_receive_calls_stay_locked_for_the_next_batch(
     assert competing_receive(emulator_connection_string) == []  # not released: still ours
     assert driver.latest(1, 10) == 2
     assert spooled(driver, 2) == list(range(4, 9))
+
+
+def test_messages_kept_from_between_receive_calls_do_not_wait_out_the_next_poll(
+    driver: SourceDriver, send: Callable[[range], None]
+) -> None:
+    # The SDK gathers briefly after a message that arrives during a call; one it kept from before the
+    # call made the call wait its whole receiveWaitSeconds (the last messages of a burst waited ~1 s).
+    send(range(1, 4))
+    assert driver.latest(0, 10) == 1
+    driver._stop_receiving_ahead()
+    send(range(4, 9))
+    time.sleep(0.5)
+    spark_committed(driver.settings.checkpoint, 0, 1)
+    driver.settle()  # reads them while it waits for its reply: the SDK keeps them
+    driver.settings = dataclasses.replace(driver.settings, wait_seconds=30.0)
+
+    started = time.monotonic()
+    received = driver._receive(10)
+
+    assert sorted(int(str(m)) for m in received) == list(range(4, 9))
+    assert time.monotonic() - started < 15, "the receive waited out its 30 s poll"
 
 
 def test_a_message_received_ahead_whose_lock_is_lost_leaves_nothing_behind(

@@ -36,7 +36,12 @@ from federator_spark import logs, worker_gc
 from federator_spark.connections import servicebus_client
 from federator_spark.outages import Backoff, Endpoint, failure, words
 from federator_spark.sources.servicebus_records import enqueued, to_record, to_row
-from federator_spark.sources.servicebus_sdk import complete_together, keep_alive_in_turn, keeping_arrivals
+from federator_spark.sources.servicebus_sdk import (
+    complete_together,
+    keep_alive_in_turn,
+    keeping_arrivals,
+    kept,
+)
 from federator_spark.sources.servicebus_settings import SourceSettings
 from federator_spark.sources.spool import (
     SPOOL_KEY,
@@ -356,7 +361,10 @@ class SourceDriver:
             whole_poll = not received  # this call waits the whole receiveWaitSeconds, later ones a gather
             opening = self._polled_receiver is not receiver
             self._polled_receiver = receiver
-            batch = receiver.receive_messages(max_message_count=asked, max_wait_time=wait)
+            # Messages kept from between calls are there now: only a gather for more (see ``kept``).
+            batch = receiver.receive_messages(
+                max_message_count=asked, max_wait_time=_GATHER_SECONDS if kept(receiver) else wait
+            )
             if opening and not batch:
                 # The receiver's first call opens its link, out of the same wait: on a busy host that took
                 # all of it, and an availableNow run ended with 0 of 20,000 messages. Poll again.
