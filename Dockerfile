@@ -47,11 +47,14 @@ RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca-certifi
     images/install-venv /src/contract /src
 
 # The Spark app's own dependency set: the app and the contract it shares with the operator, nothing else;
-# Spark without the modules the app never loads (images/spark/trim-spark: Hive, MLlib, the Connect server).
+# Spark without the modules the app never loads (images/spark/trim-spark: Hive, MLlib, the Connect server);
+# PySpark's archive for the Python processes Spark starts with its modules' bytecode, compiled by the
+# Python they run (federator_spark/worker_archive.py).
 FROM build AS spark-venv
 RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca-certificates \
     images/install-venv /src/contract /src/spark-apps \
-    && images/spark/trim-spark
+    && images/spark/trim-spark \
+    && /opt/venv/bin/python -m federator_spark.worker_archive
 
 # ---------------------------------------------------------------------------------------------------
 # Java for Spark: Debian's OpenJDK 17, cut by jlink to the modules Spark, Hadoop's client and their

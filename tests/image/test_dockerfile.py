@@ -169,7 +169,8 @@ def test_spark_image_has_java_spark_our_entrypoint_and_the_app() -> None:
     # The Spark app's own dependency set: the app and the contract, not the operator's libraries.
     [install] = STAGES["spark-venv"].all("RUN")
     assert install.split()[2:] == ["images/install-venv", "/src/contract", "/src/spark-apps", "&&",
-                                   "images/spark/trim-spark"]
+                                   "images/spark/trim-spark", "&&",
+                                   "/opt/venv/bin/python", "-m", "federator_spark.worker_archive"]
     [install] = [run for run in spark.all("RUN") if "apt-get install" in run]
     assert {"tini", "libnss-wrapper"} <= set(install.split())
     [jlink] = STAGES["java"].all("RUN")

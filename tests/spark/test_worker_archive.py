@@ -1,0 +1,118 @@
+"""The Python processes Spark starts import PySpark from its archive as bytecode, not by compiling every
+module again (``federator_spark/worker_archive.py``); an archive whose source changed still runs its
+source."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from federator_spark import worker_archive
+
+MODULE = "def answer():\n    raise RuntimeError('from the source')\n"
+REPORTED = "try: pkg.mod.answer()\nexcept: traceback.print_exc()"  # as a worker reports a task's error
+
+
+def archive(tmp_path: Path, files: dict[str, str]) -> Path:
+    path = tmp_path / "pkg.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for name, text in files.items():
+            zipped.writestr(name, text)
+    return path
+
+
+def run(path: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter with ``path`` first on its path, as Spark starts its workers."""
+    env = {"PYTHONPATH": str(path), "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+
+def replace_entry(path: Path, name: str, content: str | bytes) -> None:
+    with zipfile.ZipFile(path) as zipped:
+        entries = {entry: zipped.read(entry) for entry in zipped.namelist() if entry != name}
+    with zipfile.ZipFile(path, "w") as zipped:
+        for entry_name, data in entries.items():
+            zipped.writestr(entry_name, data)
+        zipped.writestr(name, content)
+
+
+def test_modules_are_imported_from_their_bytecode_and_tracebacks_name_their_source(tmp_path: Path) -> None:
+    path = archive(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": MODULE})
+    assert not worker_archive.compiled(path)
+
+    assert worker_archive.compile_archive(path) == 2
+    assert worker_archive.compiled(path)
+
+    # The traceback module reads the lines through the archive's loader.
+    result = run(path, "import pkg.mod, traceback\nprint(pkg.mod.__file__)\n" + REPORTED)
+    assert result.stdout.strip() == f"{path}/pkg/mod.pyc"
+    assert f'File "{path}/pkg/mod.py", line 2, in answer' in result.stderr
+    assert "raise RuntimeError('from the source')" in result.stderr
+    with zipfile.ZipFile(path) as zipped:
+        assert {"pkg/__init__.py", "pkg/mod.py", "pkg/__init__.pyc", "pkg/mod.pyc"} == set(zipped.namelist())
+
+
+def test_a_source_changed_after_compiling_runs_as_changed(tmp_path: Path) -> None:
+    path = archive(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": MODULE})
+    worker_archive.compile_archive(path)
+
+    replace_entry(path, "pkg/mod.py", "def answer():\n    return 'changed'\n")
+
+    result = run(path, "import pkg.mod; print(pkg.mod.__file__, pkg.mod.answer())")
+    assert result.stdout.split() == [f"{path}/pkg/mod.py", "changed"]
+
+
+def test_bytecode_of_another_python_is_replaced(tmp_path: Path) -> None:
+    path = archive(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": MODULE})
+    worker_archive.compile_archive(path)
+    with zipfile.ZipFile(path) as zipped:
+        stale = b"\x00\x00\r\n" + zipped.read("pkg/__init__.pyc")[4:]
+    replace_entry(path, "pkg/__init__.pyc", stale)
+    assert not worker_archive.compiled(path)
+
+    worker_archive.compile_archive(path)
+
+    assert worker_archive.compiled(path)
+    assert run(path, "import pkg; print(pkg.__file__)").stdout.strip() == f"{path}/pkg/__init__.pyc"
+
+
+def test_test_suites_and_what_does_not_compile_stay_sources_only(tmp_path: Path) -> None:
+    path = archive(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/tests/test_mod.py": "def test(): pass\n",
+            "pkg/testing/utils.py": "",
+            "pkg/py2.py": "print 'python 2'\n",
+        },
+    )
+
+    assert worker_archive.compile_archive(path) == 1
+
+    with zipfile.ZipFile(path) as zipped:
+        assert [name for name in zipped.namelist() if name.endswith(".pyc")] == ["pkg/__init__.pyc"]
+
+
+def test_the_command_compiles_once_and_then_leaves_the_archive_alone(tmp_path: Path) -> None:
+    path = archive(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": MODULE})
+    path.chmod(0o644)
+
+    assert worker_archive.main([str(path)]) == 0
+    first = path.stat()
+    assert worker_archive.main([str(path)]) == 0
+
+    assert path.stat().st_mtime_ns == first.st_mtime_ns and path.stat().st_ino == first.st_ino
+    assert first.st_mode & 0o777 == 0o644
+    assert worker_archive.main([str(tmp_path / "missing.zip")]) == 1
+
+
+def test_sparks_python_workers_here_import_pyspark_as_bytecode(spark: Any) -> None:
+    """``./dev setup`` compiled this environment's archive (the Spark image's build does the same)."""
+    assert worker_archive.compiled(worker_archive.default_archive())
+
+    [origin] = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect()
+
+    assert origin == str(worker_archive.default_archive() / "pyspark" / "__init__.pyc")
