@@ -21,9 +21,8 @@ from federator_contract.driverstatus import TRANSLATION_FILE
 from federator_contract.taskconfig import TaskConfig
 from federator_spark import logs, metrics, pipeline, spark_settings
 from federator_spark.config import load_task_config, local_path
-from federator_spark.connections import connection_for
 from federator_spark.lag import LagMonitor
-from federator_spark.plan import plan_from_task
+from federator_spark.plan import connection_for, plan_from_task
 from federator_spark.translation.planning import translation_plan
 from federator_spark.translation.translator import Translator
 

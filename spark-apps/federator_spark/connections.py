@@ -3,6 +3,9 @@
 Spark data source options are strings and travel inside the query plan, so a connection is passed
 as JSON that names *where* the credential is (an environment variable, a file, workload identity)
 rather than the secret itself. Only a connection string given to a data source by hand travels inline.
+Which connection a task's endpoint has is planned from the task config (``plan.connection_for``): this
+module stays free of the task's models, whose import (pydantic) cost every query's source process a
+third of a second.
 """
 
 from __future__ import annotations
@@ -14,9 +17,6 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-from federator_contract.api.base import EndpointConnection
-from federator_contract.taskconfig import TaskConfig, TaskConfigError
 
 _ENDPOINT = re.compile(r"Endpoint=sb://([^/;]+)/?", re.IGNORECASE)
 
@@ -78,29 +78,6 @@ class Connection:
         if match is None:
             raise ValueError("connection string has no Endpoint=sb://<host>")
         return match.group(1)
-
-
-def connection_for(config: TaskConfig, endpoint: EndpointConnection) -> Connection:
-    """How executors reach ``endpoint``'s namespace."""
-    if endpoint.secret_ref is not None:
-        return Connection(connection_string_env=config.secret_env_for(endpoint.secret_ref))
-    if endpoint.workload_identity is not None:
-        identity = endpoint.workload_identity
-        return Connection(
-            fully_qualified_namespace=identity.fully_qualified_namespace, client_id=identity.client_id
-        )
-    if endpoint.emulator is not None:
-        path = config.emulator_connection_files.get(endpoint.emulator.namespace)
-        if path is None:
-            raise TaskConfigError(
-                f"emulatorConnectionFiles has no connection for emulator namespace "
-                f"{endpoint.emulator.namespace!r} (emulator connections exist in local mode only)"
-            )
-        return Connection(connection_string_file=path)
-    raise TaskConfigError(
-        "a failoverGroupRef connection reaches the app unresolved: the operator writes the followed "
-        "member's connection into the task config"
-    )
 
 
 # A PEM file of the certificate authorities to trust for TLS to the namespaces and to Microsoft Entra ID

@@ -12,8 +12,7 @@ from federator_contract.applog import started_marker
 from federator_contract.taskconfig import TaskConfig
 from federator_spark import datasources, following
 from federator_spark.commits import CommitLog
-from federator_spark.connections import connection_for
-from federator_spark.plan import RETAIN_BATCHES, WritePlan, plan_from_task
+from federator_spark.plan import RETAIN_BATCHES, WritePlan, connection_for, plan_from_task
 
 logger = logging.getLogger(__name__)
 

@@ -8,12 +8,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from federator_contract.api.base import EndpointConnection
 from federator_contract.api.replicationtask import Endpoint
 from federator_contract.checks import startup_findings
 from federator_contract.checks.names import UNROUTED
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.config import local_path
-from federator_spark.connections import Connection, connection_for
+from federator_spark.connections import Connection
 from federator_spark.editors import build_chain
 from federator_spark.editors.base import EventEditor
 from federator_spark.following import FollowPlan, follow_plan
@@ -171,4 +172,27 @@ def plan_from_sink_options(kind: Literal["eventHub", "serviceBus"], options: Any
         effectively_once=options.get("effectivelyOnce", "false").lower() == "true",
         state_dir=str(Path(local_path(checkpoint)) / STATE_DIR) if checkpoint else None,
         status_file=options.get("statusFile"),
+    )
+
+
+def connection_for(config: TaskConfig, endpoint: EndpointConnection) -> Connection:
+    """How executors reach ``endpoint``'s namespace."""
+    if endpoint.secret_ref is not None:
+        return Connection(connection_string_env=config.secret_env_for(endpoint.secret_ref))
+    if endpoint.workload_identity is not None:
+        identity = endpoint.workload_identity
+        return Connection(
+            fully_qualified_namespace=identity.fully_qualified_namespace, client_id=identity.client_id
+        )
+    if endpoint.emulator is not None:
+        path = config.emulator_connection_files.get(endpoint.emulator.namespace)
+        if path is None:
+            raise TaskConfigError(
+                f"emulatorConnectionFiles has no connection for emulator namespace "
+                f"{endpoint.emulator.namespace!r} (emulator connections exist in local mode only)"
+            )
+        return Connection(connection_string_file=path)
+    raise TaskConfigError(
+        "a failoverGroupRef connection reaches the app unresolved: the operator writes the followed "
+        "member's connection into the task config"
     )

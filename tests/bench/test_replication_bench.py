@@ -45,9 +45,12 @@ def test_a_tiny_run_copies_every_event_once_both_ways_and_reports_every_figure()
     assert summary["spark_target_count"] == dict.fromkeys(modes, 400)
     assert summary["counts_match"] is True
     assert summary["sdk_events_per_s"] > 0 and summary["sdk_seconds"] > 0
-    for figure in ("spark_events_per_s", "ratio", "spark_seconds"):
+    for figure in ("spark_events_per_s", "ratio", "spark_seconds", "spark_outside_batches_s"):
         assert set(summary[figure]) == modes and all(v > 0 for v in summary[figure].values()), figure
     assert summary["effectively_once_over_at_least_once"] > 0
+    assert summary["spark_session_start_s"] > 0
+    for mode in modes:  # a run's time outside its batches: its query's start and stop, part of the run
+        assert summary["spark_outside_batches_s"][mode] < summary["spark_seconds"][mode], mode
     before, after = summary["sdk_runs_events_per_s"]  # the baseline brackets the Spark runs
     assert before > 0 and after > 0
     assert set(summary["latency"]) == modes

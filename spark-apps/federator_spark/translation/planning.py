@@ -6,7 +6,7 @@ from __future__ import annotations
 from federator_contract.api.translation import CheckpointStore
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.config import local_path
-from federator_spark.connections import connection_for
+from federator_spark.plan import connection_for
 from federator_spark.translation.layout import ConsumerGroupRef
 from federator_spark.translation.store import BlobLocation
 from federator_spark.translation.translator import TranslationPlan

@@ -1,6 +1,7 @@
-"""The Python processes Spark starts import PySpark from its archive as bytecode, not by compiling every
-module again (``federator_spark/worker_archive.py``); an archive whose source changed still runs its
-source."""
+"""What a Python process Spark starts for the app costs before it does anything: it imports PySpark from
+its archive as bytecode, not by compiling every module again (``federator_spark/worker_archive.py``; an
+archive whose source changed still runs its source), and the process a query starts for its Event Hubs
+source imports none of the task's models."""
 
 from __future__ import annotations
 
@@ -116,3 +117,17 @@ def test_sparks_python_workers_here_import_pyspark_as_bytecode(spark: Any) -> No
     [origin] = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect()
 
     assert origin == str(worker_archive.default_archive() / "pyspark" / "__init__.pyc")
+
+
+def test_the_event_hubs_source_process_imports_none_of_the_tasks_models() -> None:
+    """Spark starts a fresh Python process for each query's source; the task's models (pydantic) cost it
+    a third of a second of imports, and the source needs none of them (``plan.connection_for``)."""
+    models = ("pydantic", "federator_contract.api", "federator_spark.plan")
+    code = (
+        "import sys, federator_spark.datasources, federator_spark.sources.eventhubs_slices\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({models!r})))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
