@@ -1,5 +1,6 @@
 """What a write task does, built once on the driver from the task config (or a sink's options) and
-pickled to the executors: targets, routing, editors, pattern metadata and the delivery mode."""
+pickled to the executors: targets, routing, editors, pattern metadata and the delivery mode; and how
+executors reach each endpoint of the task (:func:`connection_for`)."""
 
 from __future__ import annotations
 
