@@ -29,10 +29,16 @@ _SOCKET_PATH_LIMIT = 107
 _SOCKET_NAME_BYTES = 43
 
 
-def spark_jars() -> Path:
-    """Where the JVM this process starts (or joins) finds Spark's jars, as pyspark itself decides."""
+def spark_home() -> Path:
+    """The Spark the JVM this process starts (or joins) runs, as pyspark itself decides: ``SPARK_HOME``,
+    else the pyspark distribution installed here."""
     home = os.environ.get("SPARK_HOME")
-    return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
+    return Path(home) if home else Path(pyspark.__file__).parent
+
+
+def spark_jars() -> Path:
+    """Where that JVM finds Spark's jars."""
+    return spark_home() / "jars"
 
 
 def python_sockets() -> dict[str, str]:

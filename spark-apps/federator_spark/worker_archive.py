@@ -26,7 +26,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
-import pyspark
+from federator_spark.spark_settings import spark_home
 
 # Entries left as sources: PySpark's own test suites, which no process of the app imports.
 _NOT_COMPILED = ("/tests/", "/testing/")
@@ -35,9 +35,8 @@ _CHECKED_HASH = (0b11).to_bytes(4, "little")
 
 
 def default_archive() -> Path:
-    """The archive Spark puts on its Python processes' path: under ``SPARK_HOME``, as pyspark finds it."""
-    home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)
-    return Path(home) / "python" / "lib" / "pyspark.zip"
+    """The archive Spark puts on its Python processes' path."""
+    return spark_home() / "python" / "lib" / "pyspark.zip"
 
 
 def compiled(archive: Path) -> bool:
