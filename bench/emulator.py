@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,13 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time the process has used (unlike wall time, what other load leaves alone)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def with_cpu(pid: int, items: int, action: Callable[[], float]) -> tuple[float, float]:
+    """``action``'s result, and the CPU time (µs) process ``pid`` spent meanwhile per item of ``items``."""
+    before = cpu_seconds(pid)
+    result = action()
+    return result, (cpu_seconds(pid) - before) / items * 1e6
 
 
 def rss_mb(pid: int) -> float:
@@ -183,17 +191,18 @@ def main() -> None:
         process, cs = start_emulator(Path(tmp))
         try:
             idle_rss = rss_mb(process.pid)
-            send_rate = eh_send(cs, args.events)
-            logger.info("EH send: %.0f events/s", send_rate)
+            send_rate, send_cpu_us = with_cpu(process.pid, args.events, lambda: eh_send(cs, args.events))
+            logger.info("EH send: %.0f events/s, emulator CPU %.1f µs each", send_rate, send_cpu_us)
             held_rss = rss_mb(process.pid)
             logger.info("RSS holding %d events: %.0f MB (idle %.0f MB)", args.events, held_rss, idle_rss)
-            receive_rate = eh_receive(cs, min(args.receive, args.events // 2))
-            logger.info("EH receive: %.0f events/s", receive_rate)
+            received = min(args.receive, args.events // 2)
+            receive_rate, receive_cpu_us = with_cpu(process.pid, received, lambda: eh_receive(cs, received))
+            logger.info("EH receive: %.0f events/s, emulator CPU %.1f µs each", receive_rate, receive_cpu_us)
             sb_rate = sb_peek_lock(cs, args.sb_messages)
             logger.info("SB peek-lock receive+complete: %.0f messages/s", sb_rate)
-            cpu_before = cpu_seconds(process.pid)
-            topic_rate = sb_topic_send(cs, args.topic_messages)
-            topic_cpu_us = (cpu_seconds(process.pid) - cpu_before) / args.topic_messages * 1e6
+            topic_rate, topic_cpu_us = with_cpu(
+                process.pid, args.topic_messages, lambda: sb_topic_send(cs, args.topic_messages)
+            )
             logger.info(
                 "SB topic send with fan-out to 4 subscriptions: %.0f messages/s, emulator CPU %.0f µs each",
                 topic_rate,
@@ -206,7 +215,9 @@ def main() -> None:
         json.dumps(
             {
                 "eh_send_events_per_s": round(send_rate),
+                "eh_send_emulator_cpu_us_per_event": round(send_cpu_us, 1),
                 "eh_receive_events_per_s": round(receive_rate),
+                "eh_receive_emulator_cpu_us_per_event": round(receive_cpu_us, 1),
                 "sb_peek_lock_complete_per_s": round(sb_rate),
                 "sb_topic_send_fanout_per_s": round(topic_rate),
                 "sb_topic_fanout_emulator_cpu_us_per_message": round(topic_cpu_us),

@@ -1,4 +1,4 @@
-"""The state layer alone, on a fake clock: locks, delivery counts, expiry and scheduling."""
+"""The state layer alone, on a fake clock: partition logs, locks, delivery counts, expiry and scheduling."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from federator_contract.emulatorconfig import QueueConfig, SubscriptionConfig, TopicConfig
+from federator_emulator.state.eventhubs import PartitionLog, StoredEvent
 from federator_emulator.state.journal import NullJournal
 from federator_emulator.state.servicebus import MessageState, Queue
 from federator_emulator.state.topics import Topic
@@ -130,3 +131,24 @@ def test_namespace_management_changes_apply_to_existing_entities():
     ns.delete_event_hub("hub")
     with pytest.raises(UnknownEntity):
         ns.event_hub("hub")
+
+
+def test_a_partition_log_reads_ranges_of_the_events_it_retains():
+    log = PartitionLog("0")
+    log.extend([b"a", b"bb", b"ccc"], enqueued_time_ms=1)
+    log.append(b"dddd", enqueued_time_ms=2)
+    log.extend([b"ee", b"f"], enqueued_time_ms=3)
+
+    events = log.read(1, 3)
+    assert (events.first_sequence_number, events.next_sequence_number) == (1, 4)
+    assert events.payloads == [b"bb", b"ccc", b"dddd"]
+    assert list(events.offsets) == [1, 3, 6]  # byte positions in the partition, as on Azure
+    assert list(events.enqueued_times_ms) == [1, 1, 2]
+    assert log.read(4, 100).payloads == [b"ee", b"f"]  # no further than the last event
+    assert log.read(6, 10).payloads == []
+    assert log.get(5) == StoredEvent(5, 12, 3, b"f")
+
+    assert log.expire_before(2) == 3
+    assert log.read(0, 2).first_sequence_number == 3  # from the earliest retained
+    assert log.read(0, 2).payloads == [b"dddd", b"ee"]
+    assert log.last() == StoredEvent(5, 12, 3, b"f")

@@ -33,6 +33,8 @@ _FIXED_WIDTH.update({c: 8 for c in (0x80, 0x81, 0x82, 0x83, 0x84)})
 _FIXED_WIDTH.update({0x94: 16, 0x98: 16})
 _VARIABLE8 = frozenset({0xA0, 0xA1, 0xA3, 0xC0, 0xC1, 0xE0})
 _VARIABLE32 = frozenset({0xB0, 0xB1, 0xB3, 0xD0, 0xD1, 0xF0})
+_DATA_VBIN32 = b"\x00\x53\x75\xb0"  # a Data section holding a binary of 4-byte size
+_UINT = struct.Struct(">I")
 
 
 class CodecError(ValueError):
@@ -75,19 +77,24 @@ def iter_sections(payload: bytes) -> Iterator[tuple[int, bytes]]:
     pos = 0
     end = len(payload)
     while pos < end:
-        if payload[pos] != 0x00:
-            raise CodecError(f"section at byte {pos} is not a described type")
-        if payload[pos + 1] == 0x53:
-            code, value_at = payload[pos + 2], pos + 3
-        elif payload[pos + 1] == 0x80:
-            code, value_at = int(struct.unpack_from(">Q", payload, pos + 2)[0]), pos + 10
-        else:
-            raise CodecError(f"unsupported section descriptor at byte {pos}")
-        size = value_at - pos + _value_size(payload, value_at)
-        yield code, payload[pos : pos + size]
-        pos += size
+        code, after = _section(payload, pos)
+        yield code, payload[pos:after]
+        pos = after
     if pos != end:
         raise CodecError("trailing bytes after the last section")
+
+
+def _section(payload: bytes, pos: int) -> tuple[int, int]:
+    """The descriptor code of the section at ``pos``, and where the section ends."""
+    if payload[pos] != 0x00:
+        raise CodecError(f"section at byte {pos} is not a described type")
+    if payload[pos + 1] == 0x53:
+        code, value_at = payload[pos + 2], pos + 3
+    elif payload[pos + 1] == 0x80:
+        code, value_at = int(struct.unpack_from(">Q", payload, pos + 2)[0]), pos + 10
+    else:
+        raise CodecError(f"unsupported section descriptor at byte {pos}")
+    return code, value_at + _value_size(payload, value_at)
 
 
 def decode_section(raw: bytes) -> Any:
@@ -128,16 +135,26 @@ def split_batch(payload: bytes) -> tuple[list[tuple[int, bytes]], list[bytes]] |
     """
     envelope: list[tuple[int, bytes]] = []
     inner: list[bytes] = []
-    for code, raw in iter_sections(payload):
-        if code in (AMQP_SEQUENCE, AMQP_VALUE):
-            return None
-        if code == DATA:
-            content = data_section_content(raw)
-            if len(content) < 3 or content[0] != 0 or content[1] != 0x53 or not 0x70 <= content[2] <= 0x78:
-                return None
-            inner.append(content)
+    pos, end = 0, len(payload)
+    while pos < end:
+        if payload.startswith(_DATA_VBIN32, pos):  # an inner message (a thousand to a batch): inline
+            start = pos + len(_DATA_VBIN32) + 4
+            pos = start + _UINT.unpack_from(payload, start - 4)[0]
+            content = payload[start:pos]
         else:
-            envelope.append((code, raw))
+            code, after = _section(payload, pos)
+            raw, pos = payload[pos:after], after
+            if code in (AMQP_SEQUENCE, AMQP_VALUE):
+                return None
+            if code != DATA:
+                envelope.append((code, raw))
+                continue
+            content = data_section_content(raw)
+        if len(content) < 3 or content[0] != 0 or content[1] != 0x53 or not 0x70 <= content[2] <= 0x78:
+            return None
+        inner.append(content)
+    if pos != end:
+        raise CodecError("trailing bytes after the last section")
     return (envelope, inner) if inner else None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import time
@@ -23,7 +24,7 @@ from federator_emulator.amqp.endpoints import (
     reply,
     source_filters,
 )
-from federator_emulator.state.eventhubs import EventHub, PartitionLog, StoredEvent, UnknownEntity
+from federator_emulator.state.eventhubs import EventHub, PartitionLog, UnknownEntity
 
 logger = logging.getLogger(__name__)
 
@@ -154,33 +155,25 @@ class Consumer(Endpoint):
         self.on_flow()
 
     def on_flow(self) -> None:
-        log, link = self.log, self.link
-        if link.credit <= 0 or self.next_sequence_number >= log.next_sequence_number:
+        log, credit = self.log, self.link.credit
+        if credit <= 0 or self.next_sequence_number >= log.next_sequence_number:
             return
         metrics = _runtime_metrics(log)
-        self.next_sequence_number = max(self.next_sequence_number, log.begin_sequence_number)
-        while link.credit > 0 and self.next_sequence_number < log.next_sequence_number:
-            event = log.get(self.next_sequence_number)
-            payload = _annotated(event)
-            self.send_settled(codec.insert_delivery_annotations(payload, metrics) if metrics else payload)
-            self.next_sequence_number += 1
+        events = log.read(self.next_sequence_number, credit)
+        for delivery in zip(
+            itertools.count(events.first_sequence_number),
+            events.offsets,
+            events.enqueued_times_ms,
+            events.payloads,
+            strict=False,  # count() is endless
+        ):
+            self.send_settled(splice.delivered_event(*delivery, metrics))
+        self.next_sequence_number = events.next_sequence_number
 
     def on_close(self) -> None:
         self.registry.remove(self.key, self)
         if self._on_partition in self.log.listeners:
             self.log.listeners.remove(self._on_partition)
-
-
-def _annotated(event: StoredEvent) -> bytes:
-    entries = (
-        splice.SEQUENCE_NUMBER
-        + splice.encode_long(event.sequence_number)
-        + splice.OFFSET
-        + splice.encode_string(str(event.offset))
-        + splice.ENQUEUED_TIME
-        + splice.encode_timestamp(event.enqueued_time_ms)
-    )
-    return splice.add_message_annotations(event.payload, entries, 6)
 
 
 def _runtime_metrics(log: PartitionLog) -> bytes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import zlib
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from federator_contract.emulatorconfig import EventHubConfig
@@ -27,6 +27,21 @@ class StoredEvent:
     offset: int
     enqueued_time_ms: int
     payload: bytes
+
+
+@dataclass(frozen=True)
+class EventRange:
+    """Consecutive events of a partition, column by column as the log keeps them (an object per event
+    costs a consumer more than sending the event)."""
+
+    first_sequence_number: int
+    offsets: array[int]
+    enqueued_times_ms: array[int]
+    payloads: list[bytes]
+
+    @property
+    def next_sequence_number(self) -> int:
+        return self.first_sequence_number + len(self.payloads)
 
 
 class PartitionLog:
@@ -60,12 +75,23 @@ class PartitionLog:
         return self.get(self.next_sequence_number - 1)
 
     def get(self, sequence_number: int) -> StoredEvent:
-        i = sequence_number - self._first_seq
-        if not 0 <= i < len(self._offsets):
+        if not self._first_seq <= sequence_number < self.next_sequence_number:
             raise IndexError(sequence_number)
-        start = self._offsets[i] - self._base
-        end = (self._offsets[i + 1] if i + 1 < len(self._offsets) else self._end_offset) - self._base
-        return StoredEvent(sequence_number, self._offsets[i], self._times[i], bytes(self._data[start:end]))
+        one = self.read(sequence_number, 1)
+        return StoredEvent(sequence_number, one.offsets[0], one.enqueued_times_ms[0], one.payloads[0])
+
+    def read(self, first: int, limit: int) -> EventRange:
+        """Up to ``limit`` events in order from sequence number ``first`` (or the earliest retained)."""
+        count = len(self._offsets)
+        start = max(first - self._first_seq, 0)
+        stop = max(start, min(start + limit, count))
+        bounds = [*self._offsets[start:stop], self._offsets[stop] if stop < count else self._end_offset]
+        base = self._base
+        with memoryview(self._data) as data:  # one copy per payload, none of the log
+            payloads = [bytes(data[at - base : end - base]) for at, end in itertools.pairwise(bounds)]
+        return EventRange(
+            self._first_seq + start, self._offsets[start:stop], self._times[start:stop], payloads
+        )
 
     def first_after_offset(self, offset: int, inclusive: bool) -> int:
         """Sequence number of the first event at (inclusive) or after the log offset."""
@@ -79,14 +105,16 @@ class PartitionLog:
         return max(sequence_number, self._first_seq)
 
     # -- writing ------------------------------------------------------------------
-    def append(self, payload: bytes, enqueued_time_ms: int) -> StoredEvent:
-        seq = self.next_sequence_number
-        offset = self._end_offset
-        self._offsets.append(offset)
-        self._times.append(enqueued_time_ms)
-        self._data += payload
-        self._end_offset += len(payload)
-        return StoredEvent(seq, offset, enqueued_time_ms, payload)
+    def append(self, payload: bytes, enqueued_time_ms: int) -> None:
+        self.extend((payload,), enqueued_time_ms)
+
+    def extend(self, payloads: Sequence[bytes], enqueued_time_ms: int) -> None:
+        """Append events enqueued together (a batch)."""
+        offsets = list(itertools.accumulate(map(len, payloads), initial=self._end_offset))
+        self._end_offset = offsets.pop()
+        self._offsets.extend(offsets)
+        self._times.extend(itertools.repeat(enqueued_time_ms, len(offsets)))
+        self._data += b"".join(payloads)
 
     def notify(self) -> None:
         for listener in list(self.listeners):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -209,12 +209,13 @@ class NamespaceState:
             logger.warning("namespace %s: journaled change %s not replayed: %s", self.name, meta, exc)
 
     # -- data plane ------------------------------------------------------------------------
-    def publish_events(self, partition: PartitionLog, hub: str, payloads: Iterable[bytes]) -> None:
+    def publish_events(self, partition: PartitionLog, hub: str, payloads: Sequence[bytes]) -> None:
         """Append events to a partition; durable once ``journal.commit()`` returns."""
         now = self.now_ms()
+        record = {"k": "eh", "h": hub, "p": partition.partition_id, "t": now}
         for payload in payloads:
-            self.journal.write({"k": "eh", "h": hub, "p": partition.partition_id, "t": now}, payload)
-            partition.append(payload, now)
+            self.journal.write(record, payload)
+        partition.extend(payloads, now)
         partition.notify()
 
     def tick(self) -> None:
