@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from federator_contract.api.base import ConfigMapKeySelector
-from federator_contract.checks.checkpoint import LOCAL_SCHEME, checkpoint_location_problem
+from federator_contract.checkpoints import local_checkpoint_path
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 
 
@@ -38,8 +38,9 @@ def config_map_json(config: TaskConfig, selector: ConfigMapKeySelector) -> Any:
 
 
 def local_path(location: str) -> Path:
-    """A checkpoint location as a local path; commit records and status live next to Spark's own files."""
-    problem = checkpoint_location_problem(location)
-    if problem is not None:
-        raise TaskConfigError(f"checkpoint location: {problem}")
-    return Path(location.removeprefix(LOCAL_SCHEME))
+    """A task's checkpoint location as a local path; commit records and status live next to Spark's own
+    files. A location the app cannot use is a :class:`TaskConfigError`."""
+    try:
+        return local_checkpoint_path(location)
+    except ValueError as error:
+        raise TaskConfigError(str(error)) from None

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from federator_contract.api.base import EndpointConnection
 from federator_contract.api.replicationtask import Endpoint
+from federator_contract.checkpoints import STATE_DIR
 from federator_contract.checks import startup_findings
 from federator_contract.checks.names import UNROUTED
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
@@ -22,7 +23,6 @@ from federator_spark.following import FollowPlan, follow_plan
 from federator_spark.provenance import LoopSettings, ProvenanceSettings
 from federator_spark.routing import Router
 
-STATE_DIR = "federator"  # under the checkpoint location, next to Spark's offsets/ and commits/
 # The dead-letter endpoint's name in publishers, counts and status (target names are DNS labels,
 # so no target can take it).
 DEAD_LETTER = "deadLetter"

@@ -11,6 +11,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from federator_spark import worker_archive
 
 MODULE = "def answer():\n    raise RuntimeError('from the source')\n"
@@ -119,12 +121,24 @@ def test_sparks_python_workers_here_import_pyspark_as_bytecode(spark: Any) -> No
     assert origin == str(worker_archive.default_archive() / "pyspark" / "__init__.pyc")
 
 
-def test_the_event_hubs_source_process_imports_none_of_the_tasks_models() -> None:
+SOURCE_PROCESSES = {
+    "event hubs": "import federator_spark.sources.eventhubs_slices",
+    "service bus": (
+        "from federator_spark.sources.servicebus import ServiceBusStreamReader\n"
+        "ServiceBusStreamReader({'connection': '{\"connection_string\": \"x\"}', 'queueName': 'q',"
+        " 'checkpointLocation': 'file:///tmp/checkpoint'})"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", SOURCE_PROCESSES)
+def test_a_source_process_imports_none_of_the_tasks_models(source: str) -> None:
     """Spark starts a fresh Python process for each query's source; the task's models (pydantic) cost it
-    a third of a second of imports, and the source needs none of them (``plan.connection_for``)."""
+    a third to half a second of imports, and a source needs none of them (``plan.connection_for``; the
+    checkpoint location's rules in ``federator_contract.checkpoints``)."""
     models = ("pydantic", "federator_contract.api", "federator_spark.plan")
     code = (
-        "import sys, federator_spark.datasources, federator_spark.sources.eventhubs_slices\n"
+        f"import sys, federator_spark.datasources\n{SOURCE_PROCESSES[source]}\n"
         f"print(sorted(m for m in sys.modules if m.startswith({models!r})))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -123,11 +123,12 @@ def test_a_spec_the_checks_pass_is_one_the_app_plans(tmp_path: Path) -> None:
 
 
 # How each of the app's refusals relates to the shared checks: "shared" ones call a function of
-# `federator_contract.checks` (listed), "crd" ones repeat a rule the API server enforces (a CEL rule),
+# `federator_contract.checks` or `federator_contract.checkpoints` (listed), "crd" ones repeat a rule the API server enforces (a CEL rule),
 # "plumbing" ones are about the task config the operator writes or ConfigMap content only the app reads.
 SHARED = {
     "startup_findings",
     "checkpoint_location_problem",
+    "local_checkpoint_path",
     "json_schema_problem",
     "parse_avro_schema",
     "parse_reference",
@@ -172,4 +173,4 @@ def test_the_apps_shared_refusals_call_the_shared_checks(where: tuple[str, str])
         for node in ast.walk(_refusals()[where])
         if isinstance(node, ast.Call)
     }
-    assert calls & SHARED, f"{where} refuses without a function of federator_contract.checks"
+    assert calls & SHARED, f"{where} refuses without a shared check"

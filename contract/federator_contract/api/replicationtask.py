@@ -28,6 +28,7 @@ from federator_contract.api.base import (
 from federator_contract.api.editors import Editor
 from federator_contract.api.lag import ReplicationLag
 from federator_contract.api.translation import CheckpointTranslation, CheckpointTranslationStatus
+from federator_contract.checkpoints import LOCAL_CHECKPOINTS_ONLY
 
 # ----------------------------------------------------------------------------------------------- source
 
@@ -244,14 +245,6 @@ class PvcCheckpoint(FedModel):
     """Relative path inside the volume. Default: `<namespace>/<task name>`."""
 
 
-# Why an object-store checkpoint is refused: by the CRD (a CEL rule), `federator validate` and the app.
-LOCAL_CHECKPOINTS_ONLY = (
-    "only file:// checkpoints are supported for now (commit records and Service Bus spool files need a "
-    "path every Spark pod mounts): use persistentVolumeClaim with a ReadWriteMany claim, or a file:// "
-    "path on such a mount"
-)
-
-
 class Checkpoint(FedModel):
     """Where Spark keeps offsets and commit records. Set exactly one of `persistentVolumeClaim` or `uri`.
     Immutable: a new location means starting over."""
@@ -268,11 +261,7 @@ class Checkpoint(FedModel):
         Annotated[
             str,
             StringConstraints(max_length=2048, pattern=r"^[a-z][a-z0-9+.-]*://.+$"),
-            Field(
-                json_schema_extra=cel(
-                    ("self.startsWith('file://')", LOCAL_CHECKPOINTS_ONLY)
-                )
-            ),
+            Field(json_schema_extra=cel(("self.startsWith('file://')", LOCAL_CHECKPOINTS_ONLY))),
         ]
         | None
     ) = None

@@ -6,17 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from federator_contract.api.replicationtask import LOCAL_CHECKPOINTS_ONLY, ReplicationTaskSpec, Runtime
+from federator_contract.api.replicationtask import ReplicationTaskSpec, Runtime
+from federator_contract.checkpoints import checkpoint_location_problem
 from federator_contract.checks.findings import Finding
-
-LOCAL_SCHEME = "file://"
-
-
-def checkpoint_location_problem(location: str) -> str | None:
-    """Why the app cannot keep its checkpoint at `location` (a URI or a path), or None."""
-    if "://" not in location or location.startswith(LOCAL_SCHEME):
-        return None
-    return LOCAL_CHECKPOINTS_ONLY
 
 
 def runtime_checkpoint_findings(runtime: Runtime, path: tuple[str | int, ...]) -> Iterator[Finding]:

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from federator_spark.config import local_path
+from federator_contract.checkpoints import STATE_DIR, local_checkpoint_path
 from federator_spark.connections import Connection
-from federator_spark.plan import STATE_DIR
 
 SUB_QUEUES = ("none", "deadLetter")
 
@@ -51,7 +50,7 @@ class SourceSettings:
             subscription=subscription,
             dead_letter=sub_queue == "deadLetter",
             max_messages=max_messages,
-            checkpoint=local_path(options["checkpointLocation"]),
+            checkpoint=local_checkpoint_path(options["checkpointLocation"]),
             wait_seconds=float(options.get("receiveWaitSeconds", "1")),
             max_lock_renewal_seconds=float(options.get("maxLockRenewalSeconds", "600")),
             status_file=options.get("statusFile"),
