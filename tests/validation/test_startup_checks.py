@@ -123,8 +123,9 @@ def test_a_spec_the_checks_pass_is_one_the_app_plans(tmp_path: Path) -> None:
 
 
 # How each of the app's refusals relates to the shared checks: "shared" ones call a function of
-# `federator_contract.checks` or `federator_contract.checkpoints` (listed), "crd" ones repeat a rule the API server enforces (a CEL rule),
-# "plumbing" ones are about the task config the operator writes or ConfigMap content only the app reads.
+# `federator_contract.checks` or `federator_contract.checkpoints` (listed), "crd" ones repeat a rule the
+# API server enforces (a CEL rule), "plumbing" ones are about the task config the operator writes or
+# ConfigMap content only the app reads.
 SHARED = {
     "startup_findings",
     "checkpoint_location_problem",
