@@ -41,8 +41,7 @@ _FRAME_HEADER_LEN = 8
 _AMQP_FRAME = 0
 _NULL = 0x40
 _TRANSFER = 0x14
-_TRANSFER_FIELDS = _FIELD_COUNTS[_TRANSFER]
-_NULLS = [bytes([_NULL]) * n for n in range(_TRANSFER_FIELDS + 1)]
+_NULLS = [bytes([_NULL]) * n for n in range(max(_FIELD_COUNTS.values()) + 1)]
 _SIZE = struct.Struct(">I")
 
 _install_lock = threading.Lock()
@@ -51,33 +50,46 @@ _installed = False
 
 def pad_frame(frame: bytes) -> bytes:
     """Return one complete frame with its performative list padded, payload untouched."""
-    doff = frame[4] * 4
-    if frame[5] != _AMQP_FRAME or len(frame) <= doff + 3 or frame[doff : doff + 2] != b"\x00\x53":
-        return frame
-    want = _FIELD_COUNTS.get(frame[doff + 2])
+    padded = bytearray()
+    _append_padded(frame, 0, len(frame), padded)
+    return bytes(padded)
+
+
+def _append_padded(raw: bytes | bytearray, pos: int, size: int, padded: bytearray) -> None:
+    """Append the frame at ``raw[pos : pos + size]`` to ``padded``, its performative list padded, without
+    copying the frame first (a consumer sends one per event)."""
+    at = pos + raw[pos + 4] * 4  # the performative: 0x00 0x53 code, then its list
+    performative = raw[pos + 5] == _AMQP_FRAME and size > at - pos + 3 and raw[at : at + 2] == b"\x00\x53"
+    want = _FIELD_COUNTS.get(raw[at + 2]) if performative else None
     if want is None:
-        return frame
-    list_at = doff + 3
-    constructor = frame[list_at]
+        padded += raw[pos : pos + size]
+        return
+    list_at = at + 3
+    constructor = raw[list_at]
     if constructor == 0x45:  # list0
-        fields, count, end = b"", 0, list_at + 1
+        count, fields_at, end = 0, list_at + 1, list_at + 1
     elif constructor == 0xC0:  # list8
-        size, count = frame[list_at + 1], frame[list_at + 2]
-        fields, end = frame[list_at + 3 : list_at + 2 + size], list_at + 2 + size
+        count, fields_at, end = raw[list_at + 2], list_at + 3, list_at + 2 + raw[list_at + 1]
     elif constructor == 0xD0:  # list32
-        size, count = struct.unpack_from(">II", frame, list_at + 1)
-        fields, end = frame[list_at + 9 : list_at + 5 + size], list_at + 5 + size
+        list_size, count = struct.unpack_from(">II", raw, list_at + 1)
+        fields_at, end = list_at + 9, list_at + 5 + list_size
     else:
-        return frame
+        count = want
     if count >= want:
-        return frame
-    fields += bytes([_NULL]) * (want - count)
-    if len(fields) + 1 <= 0xFF:
-        encoded = bytes([0xC0, len(fields) + 1, want]) + fields
-    else:
-        encoded = b"\xd0" + struct.pack(">II", len(fields) + 4, want) + fields
-    body = frame[_FRAME_HEADER_LEN:list_at] + encoded + frame[end:]
-    return struct.pack(">I", _FRAME_HEADER_LEN + len(body)) + frame[4:_FRAME_HEADER_LEN] + body
+        padded += raw[pos : pos + size]
+        return
+    fields = end - fields_at + want - count
+    header = (
+        bytes([0xC0, fields + 1, want])
+        if fields + 1 <= 0xFF
+        else b"\xd0" + struct.pack(">II", fields + 4, want)
+    )
+    padded += _SIZE.pack(size - (end - list_at) + len(header) + fields)
+    padded += raw[pos + 4 : list_at]
+    padded += header
+    padded += raw[fields_at:end]
+    padded += _NULLS[want - count]
+    padded += raw[end : pos + size]
 
 
 class _PaddedOutput:
@@ -104,42 +116,15 @@ class _PaddedOutput:
             size = _SIZE.unpack_from(raw, pos)[0]
             if end - pos < size:
                 break
-            if not _pad_transfer(raw, pos, size, padded):
+            at = pos + raw[pos + 4] * 4  # a transfer is never renumbered: padded straight from raw
+            if size > at - pos + 2 and raw[at + 2] == _TRANSFER:
+                _append_padded(raw, pos, size, padded)
+            else:
                 frame = bytes(raw[pos : pos + size])
                 for piece in self.ids.outgoing(frame) if self.ids.concerns(frame) else (frame,):
-                    padded += pad_frame(piece)
+                    _append_padded(piece, 0, len(piece), padded)
             pos += size
         del raw[:pos]
-
-
-def _pad_transfer(raw: bytearray, pos: int, size: int, padded: bytearray) -> bool:
-    """Append the transfer frame at ``pos`` to ``padded``, padded, without copying it first: what
-    :func:`pad_frame` does, inline for the frame a consumer sends per event. False (nothing appended)
-    for any other frame, or a transfer whose fields do not fit the short list form."""
-    at = pos + raw[pos + 4] * 4  # the performative: 0x00 0x53 code, then its list
-    if (
-        raw[pos + 5] != _AMQP_FRAME
-        or size < at - pos + 6
-        or raw[at + 2] != _TRANSFER
-        or raw[at : at + 2] != b"\x00\x53"
-        or raw[at + 3] != 0xC0
-    ):
-        return False
-    list_size, count = raw[at + 4], raw[at + 5]
-    missing = _TRANSFER_FIELDS - count
-    if missing <= 0:
-        padded += raw[pos : pos + size]
-        return True
-    if list_size + missing > 0xFF:
-        return False
-    padded += _SIZE.pack(size + missing)
-    padded += raw[pos + 4 : at + 4]
-    padded.append(list_size + missing)
-    padded.append(_TRANSFER_FIELDS)
-    padded += raw[at + 6 : at + 5 + list_size]
-    padded += _NULLS[missing]
-    padded += raw[at + 5 + list_size : pos + size]
-    return True
 
 
 def _ids(transport: Any) -> DeliveryIds:

@@ -64,30 +64,11 @@ def delivery_annotations_section(entries: bytes, count: int) -> bytes:
     return b"\x00\x53\x71" + _map(entries, count)
 
 
-# The broker's message annotations of an event, as one map8 (its entries take under 255 bytes).
-_EVENT_ANNOTATIONS = (
-    b"\x00\x53\x72\xc1%c\x06" + SEQUENCE_NUMBER + b"\x81%b" + OFFSET + b"\xa1%c%b" + ENQUEUED_TIME + b"\x83%b"
-)
-# What the map's size byte counts (its count byte and entries), less the offset's digits.
-_EVENT_ANNOTATIONS_SIZE = 1 + len(SEQUENCE_NUMBER) + 9 + len(OFFSET) + 2 + len(ENQUEUED_TIME) + 9
-
-
 def delivered_event(
     sequence_number: int, offset: int, enqueued_time_ms: int, payload: bytes, delivery_section: bytes
 ) -> bytes:
     """A stored event as a consumer receives it: the broker's annotations spliced in, and
     ``delivery_section`` (encoded delivery annotations, or b"") after the header."""
-    if payload[:2] == b"\x00\x53" and payload[2] > codec.MESSAGE_ANNOTATIONS:
-        # The usual event: no header, no annotations of the client's own (one concatenation).
-        offset_text = b"%d" % offset
-        section = _EVENT_ANNOTATIONS % (
-            _EVENT_ANNOTATIONS_SIZE + len(offset_text),
-            _LONG.pack(sequence_number),
-            len(offset_text),
-            offset_text,
-            _LONG.pack(enqueued_time_ms),
-        )
-        return delivery_section + section + payload
     entries = (
         SEQUENCE_NUMBER
         + encode_long(sequence_number)
@@ -96,6 +77,9 @@ def delivered_event(
         + ENQUEUED_TIME
         + encode_timestamp(enqueued_time_ms)
     )
+    if payload[:2] == b"\x00\x53" and payload[2] > codec.MESSAGE_ANNOTATIONS:
+        # The usual event: no header, no annotations of its own; nothing to walk, one concatenation.
+        return delivery_section + b"\x00\x53\x72" + _map(entries, 6) + payload
     annotated = add_message_annotations(payload, entries, 6)
     return codec.insert_delivery_annotations(annotated, delivery_section) if delivery_section else annotated
 
