@@ -123,11 +123,11 @@ def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = Fals
         options["sliceTasks"] = str(task_slots(spark))
     else:
         options[datasources.SLICE_KIND] = source_format
-    source_format = "federator-replication"
+    source_format = datasources.SliceDataSource.name()
     writer_options["sliceSource"] = json.dumps(options)
     reader = spark.readStream.format(source_format).options(**options).load()
     writer = (
-        reader.writeStream.format("federator-replication")
+        reader.writeStream.format(datasources.ReplicationDataSource.name())
         .queryName(f"{config.namespace}.{config.name}")
         .options(**writer_options)
     )
