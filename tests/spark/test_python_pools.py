@@ -14,7 +14,7 @@ from typing import Any
 from federator_spark import datasources
 
 
-def _pid_sources(spark: Any, written: Path) -> tuple[str, str]:
+def _pid_sources(spark: Any) -> tuple[str, str]:
     """A reader whose rows are the pids of the workers that read them, and a writer that records, per
     write task, its own pid and the pids it was given. Defined here so that they travel by value."""
     from pyspark.sql.datasource import (
@@ -72,7 +72,7 @@ def _pid_sources(spark: Any, written: Path) -> tuple[str, str]:
 
 
 def test_a_task_that_reads_and_writes_in_python_never_writes_in_a_worker_that_reads(spark, tmp_path):
-    reader, writer = _pid_sources(spark, tmp_path)
+    reader, writer = _pid_sources(spark)
 
     for _ in range(6):  # enough jobs for a shared pool to hand a reading worker a write
         frame = spark.read.format(reader).load()
