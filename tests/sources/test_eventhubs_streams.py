@@ -8,13 +8,14 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from azure.eventhub import EventData, EventHubProducerClient
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 
 from federator_emulator.server import RunningEmulator
 from federator_spark.connections import Connection
-from federator_spark.sources import eventhubs_streams
+from federator_spark.sources import eventhubs_frames, eventhubs_streams
 from federator_spark.sources.eventhubs_streams import PartitionStream
 
 pytestmark = pytest.mark.slow  # each receiver takes the SDK ~1 s to open and close
@@ -170,3 +171,46 @@ def test_a_long_lived_stream_does_not_hold_a_delivery_tag_per_event_received(hub
         assert len(stream._consumer._handler._link._received_delivery_tags) <= 16
     finally:
         stream.close(wait=True)
+
+
+def test_a_stream_hands_out_the_messages_the_sdks_own_receiver_decodes(hub) -> None:
+    connection, emulator = hub
+    cs = emulator.connection_string("ns1")
+    with EventHubProducerClient.from_connection_string(cs, eventhub_name="hub") as producer:
+        batch = producer.create_batch(partition_id="0")
+        for i in range(400):  # past the link credit: the stream tops it up as it goes
+            event = EventData(b"x" * (i * 5))  # up to 2 KB: one-byte and four-byte sizes
+            event.properties = {"n": i, "text": "é" * (i % 300), "flag": i % 2 == 0, "ratio": i / 7}
+            event.message_id = f"id-{i}"
+            event.content_type = "application/octet-stream"
+            batch.add(event)
+        producer.send_batch(batch)
+    stream = PartitionStream(connection, "hub", "$Default", "0", -1)
+    try:
+        ours = [m for messages in stream.read_range(-1, 399, timeout=10) for m in messages]
+        assert isinstance(stream._consumer._handler._connection._read_frame, eventhubs_frames.TransferFrames)
+    finally:
+        stream.close(wait=True)
+
+    with EventHubConsumerClient.from_connection_string(cs, "$Default", eventhub_name="hub") as consumer:
+        received: list[Any] = []
+        consumer_thread = threading.Thread(
+            target=consumer.receive_batch,
+            kwargs={
+                "on_event_batch": lambda _, events: received.extend(events),
+                "partition_id": "0",
+                "starting_position": "-1",
+                "max_batch_size": 100,
+            },
+            daemon=True,
+        )
+        consumer_thread.start()
+        deadline = time.monotonic() + 20
+        while len(received) < 400 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    sdks = [event._message for event in received]
+
+    def sections(message: Any) -> tuple[Any, ...]:
+        return (message.message_annotations, message.properties, message.application_properties, message.data)
+
+    assert [sections(m) for m in ours] == [sections(m) for m in sdks]

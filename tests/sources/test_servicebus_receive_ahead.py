@@ -17,6 +17,7 @@ import pytest
 from azure.servicebus import ServiceBusClient
 from azure.servicebus.exceptions import MessageLockLostError
 
+from federator_spark.sources import servicebus
 from federator_spark.sources.servicebus import SourceDriver
 from federator_spark.sources.spool import Spool, read_spool_file
 
@@ -113,6 +114,22 @@ def test_available_now_ends_with_what_was_there_when_it_started(
     assert [n for batch in batches for n in batch] == list(range(1, 26))
     assert all(len(batch) <= 10 for batch in batches)
     assert driver.latest(len(batches), 10) == len(batches)  # and it stays ended
+
+
+@pytest.mark.parametrize(("budget", "per_batch"), [(10, 2), (1, 1)], ids=["two bodies fit", "none fits"])
+def test_a_batch_holds_no_more_message_bytes_than_the_budget_whatever_its_message_limit(
+    driver: SourceDriver,
+    send: Callable[[range], None],
+    monkeypatch: pytest.MonkeyPatch,
+    budget: int,
+    per_batch: int,
+) -> None:
+    monkeypatch.setattr(servicebus, "BATCH_BYTES", budget)
+    send(range(1, 8))  # each body spools as 4 bytes of base64
+
+    batches = available_now(driver, writing_seconds=0.2)  # receiving ahead meanwhile, as under a backlog
+
+    assert batches == [list(range(n, min(n + per_batch, 8))) for n in range(1, 8, per_batch)]
 
 
 def test_available_now_is_not_ended_by_a_short_gather_that_found_nothing(

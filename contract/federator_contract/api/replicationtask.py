@@ -95,8 +95,8 @@ class ServiceBusSource(FedModel):
     """Subscription to read. Immutable."""
     sub_queue: Literal["none", "deadLetter"] = "none"
     """`deadLetter` reads the entity's dead-letter sub-queue instead. Default: none."""
-    max_messages_per_batch: Annotated[int, Field(ge=1, le=5000)] = 500
-    """Upper bound of messages held under lock by one micro-batch. Default: 500."""
+    max_messages_per_batch: Annotated[int, Field(ge=1, le=5000)] = 1000
+    """Upper bound of messages held under lock by one micro-batch. Default: 1000."""
 
 
 class Source(FedModel):

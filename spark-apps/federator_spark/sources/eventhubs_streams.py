@@ -130,6 +130,7 @@ class PartitionStream:
                             if transport is None:
                                 transport = consumer._handler._connection._transport
                                 eventhubs_frames.install(transport)
+                                eventhubs_frames.read_transfers(consumer._handler._connection)
                             link = consumer._handler._link
                             if link.current_link_credit <= self._prefetch // 2:
                                 link.flow(link_credit=self._prefetch)

@@ -66,6 +66,10 @@ _GATHER_SECONDS = 0.05
 # expected back is forgotten too early.
 _DEFAULT_LOCK_SPAN_SECONDS = 300.0
 _COMPLETE_AT_ONCE = 500  # lock tokens per management request
+# What one batch may hold in the driver, the spool file and a write task, whatever ``maxMessagesPerBatch``
+# allows: message bodies as spooled (base64). 2,000 messages of 256 KB (the standard tier's largest) would
+# be 680 MB; a batch always takes at least one message, so a premium tier's 100 MB message still goes.
+BATCH_BYTES = 64 * 1024 * 1024
 # Identifies this process: the driver-side runner that holds the receiver for one run of a query.
 _RUN_ID = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
 
@@ -81,7 +85,7 @@ class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     """Options (read by :class:`SourceSettings`): ``connection`` (JSON, see
     :class:`~federator_spark.connections.Connection`), ``queueName`` | ``topicName`` +
     ``subscriptionName``, ``subQueue`` (``none`` | ``deadLetter``), ``maxMessagesPerBatch`` (default
-    500), ``checkpointLocation`` (**required**, the query's own: spool files live under it and Spark's
+    1000), ``checkpointLocation`` (**required**, the query's own: spool files live under it and Spark's
     commit log there decides completion), ``receiveWaitSeconds`` (how long an idle poll waits, default
     1), ``maxLockRenewalSeconds`` (how long locks are renewed without any call from Spark, default 600),
     ``statusFile`` (where an outage of the namespace is reported while it is retried).
@@ -245,15 +249,14 @@ class SourceDriver:
             if self.ledger.pending_after(start):
                 # Spooled before a crash, before Spark logged the batch: that file is the next batch.
                 return start + 1
-            received: list[Any] | None
-            if self.ahead is not None:
-                received = self._take_ahead(wanted)
-            elif self.available_now_since is not None and self.reached_present:
-                return start
-            else:
-                received = self._receive_while_available(wanted)
-            if received is None:
-                return start  # unavailable: no batch, Spark asks again
+            if self.ahead is None:
+                if self.available_now_since is not None and self.reached_present:
+                    return start
+                fresh = self._receive_while_available(wanted)
+                if fresh is None:
+                    return start  # unavailable: no batch, Spark asks again
+                self.ahead = {m.sequence_number: m for m in fresh}
+            received = self._take_ahead(wanted)  # what fits in a batch; the rest waits for the next
             records = {m.sequence_number: self.records.pop(m.sequence_number, None) for m in received}
             new = self._sort(received)
             if new:
@@ -302,12 +305,25 @@ class SourceDriver:
             thread.join()
 
     def _take_ahead(self, wanted: int) -> list[Any]:
-        """What was received ahead, up to ``wanted`` messages (the rest stays for the next batch)."""
+        """What was received and not spooled yet, as much as one batch takes (:meth:`_within_budget`);
+        the rest stays for the next batch."""
         assert self.ahead is not None
         messages = list(self.ahead.values())
-        taken, rest = messages[:wanted], messages[wanted:]
+        count = self._within_budget(messages, wanted)
+        taken, rest = messages[:count], messages[count:]
         self.ahead = {m.sequence_number: m for m in rest} if rest else None
         return taken
+
+    def _within_budget(self, messages: list[Any], wanted: int) -> int:
+        """How many of ``messages`` (received, their records made) one batch takes: at most ``wanted``,
+        and no more than :data:`BATCH_BYTES` of bodies unless it is the first."""
+        size = 0
+        for count, message in enumerate(messages[:wanted]):
+            record = self.records.get(message.sequence_number)
+            size += len(record["body"]) if record is not None else 0
+            if size > BATCH_BYTES and count:
+                return count
+        return min(wanted, len(messages))
 
     def _receive_while_available(self, wanted: int, until: threading.Event | None = None) -> list[Any] | None:
         """:meth:`_receive`, or None while the namespace is unavailable (the outage is reported and the
@@ -345,7 +361,9 @@ class SourceDriver:
                     closing.close()
 
     def _receive(self, wanted: int, until: threading.Event | None = None) -> list[Any]:
-        """Up to ``wanted`` messages; stops early when the entity runs dry, when a receive brought fewer
+        """Up to ``wanted`` messages or :data:`BATCH_BYTES` of bodies (the receive that crosses it counts
+        whole: a batch takes what fits, the rest stays for the next); stops early when the entity runs dry,
+        when a receive brought fewer
         than asked (the SDK gathers for ``_GATHER_SECONDS`` after the first message: what it found is
         what was ready, and a batch now beats a fuller one later), or after a quarter of the lock
         duration, so the first messages are renewed (by the settler, which waits for this lock) in time.
@@ -356,7 +374,8 @@ class SourceDriver:
         started = time.monotonic()
         wait = self.settings.wait_seconds
         drained = False
-        while len(received) < wanted and not (until is not None and until.is_set()):
+        size = 0
+        while len(received) < wanted and size < BATCH_BYTES and not (until is not None and until.is_set()):
             asked = wanted - len(received)
             whole_poll = not received  # this call waits the whole receiveWaitSeconds, later ones a gather
             opening = self._polled_receiver is not receiver
@@ -375,7 +394,9 @@ class SourceDriver:
             if batch:
                 self._learn_lock_span(batch[0])
                 received.extend(batch)
-                self.records.update((m.sequence_number, to_record(m)) for m in batch)
+                made = [to_record(m) for m in batch]
+                self.records.update(zip((m.sequence_number for m in batch), made, strict=True))
+                size += sum(len(record["body"]) for record in made)
             if self.available_now_since is not None and (
                 drained or any(enqueued(m) >= self.available_now_since for m in batch)
             ):

@@ -40,7 +40,7 @@ class SourceSettings:
         sub_queue = options.get("subQueue", "none")
         if sub_queue not in SUB_QUEUES:
             raise ValueError(f"subQueue must be one of {SUB_QUEUES}, not {sub_queue!r}")
-        max_messages = int(options.get("maxMessagesPerBatch", "500"))
+        max_messages = int(options.get("maxMessagesPerBatch", "1000"))
         if max_messages < 1:
             raise ValueError("maxMessagesPerBatch must be at least 1")
         return cls(
