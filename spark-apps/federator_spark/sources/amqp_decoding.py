@@ -1,13 +1,13 @@
 """Decoding a received transfer frame and its message, held to the SDK's own decoding.
 
 The SDK decodes every AMQP value through a function that returns the rest of its buffer as a new
-``memoryview`` slice, and every received frame through four layers (connection, session, link, client)
-before its message reaches the consumer; for a receiver of small events that is most of the receive
-side's CPU. These functions read the same bytes by index into one ``bytes`` object and return exactly
-what the SDK's ``decode_frame`` and ``decode_payload`` return (the same types: strings and symbols as
-``bytes``, timestamps as integers, the SDK's ``Message``, ``Properties`` and ``Header``). Constructors
-they do not read themselves (described values, arrays, decimals, UUIDs, floats) are handed to the SDK's
-own decoder for that constructor, so nothing is decoded differently.
+``memoryview`` slice: for a receiver of small events, with its frame handling, most of the receive
+side's CPU (``sources/eventhubs_frames.py`` uses these instead). These functions read the same bytes by
+index into one ``bytes`` object and return exactly what the SDK's ``decode_frame`` and
+``decode_payload`` return (the same types: strings and symbols as ``bytes``, timestamps as integers,
+the SDK's ``Message``, ``Properties`` and ``Header``). Constructors they do not read themselves
+(described values, arrays, decimals, UUIDs, floats) go to the SDK's own decoder for that constructor,
+so nothing is decoded differently.
 """
 
 from __future__ import annotations
@@ -35,6 +35,17 @@ _SIGNED64 = frozenset((0x81, 0x83))  # long, timestamp (the SDK reads both as in
 _VARIABLE8 = frozenset((0xA0, 0xA1, 0xA3))  # vbin8, str8, sym8: all bytes, as the SDK returns them
 _VARIABLE32 = frozenset((0xB0, 0xB1, 0xB3))
 _LIST8, _MAP8, _LIST32, _MAP32 = 0xC0, 0xC1, 0xD0, 0xD1
+# Message sections by descriptor (part 3.2), as the SDK's ``Message`` fields hold them; others are skipped.
+_REPEATED_SECTIONS = {0x75: "data", 0x76: "sequence"}
+_SECTIONS: dict[int, tuple[str, Any]] = {
+    0x70: ("header", Header),
+    0x71: ("delivery_annotations", None),
+    0x72: ("message_annotations", None),
+    0x73: ("properties", Properties),
+    0x74: ("application_properties", None),
+    0x77: ("value", None),
+    0x78: ("footer", None),
+}
 
 
 def value(data: bytes, i: int) -> tuple[Any, int]:
@@ -122,22 +133,10 @@ def message(data: bytes, i: int) -> Message:
     while i < size:
         descriptor = data[i + 2]  # the SDK, too, takes the described type's first two bytes as given
         decoded, i = value(data, i + 3)
-        if descriptor == 0x75:
-            sections.setdefault("data", []).append(decoded)
-        elif descriptor == 0x72:
-            sections["message_annotations"] = decoded
-        elif descriptor == 0x74:
-            sections["application_properties"] = decoded
-        elif descriptor == 0x73:
-            sections["properties"] = Properties(*decoded)
-        elif descriptor == 0x71:
-            sections["delivery_annotations"] = decoded
-        elif descriptor == 0x70:
-            sections["header"] = Header(*decoded)
-        elif descriptor == 0x76:
-            sections.setdefault("sequence", []).append(decoded)
-        elif descriptor == 0x77:
-            sections["value"] = decoded
-        elif descriptor == 0x78:
-            sections["footer"] = decoded
+        repeated = _REPEATED_SECTIONS.get(descriptor)
+        if repeated is not None:
+            sections.setdefault(repeated, []).append(decoded)
+        elif descriptor in _SECTIONS:
+            name, shape = _SECTIONS[descriptor]
+            sections[name] = decoded if shape is None else shape(*decoded)
     return Message(**sections)

@@ -1,21 +1,20 @@
-"""Reading a receiver's AMQP frames from its socket in chunks, under the SDK's own frame handling.
+"""Reading a receiver's AMQP frames from its socket in chunks, and its transfers in one step.
 
 The SDK's transport reads every frame with two socket reads (the 8-byte header, then the body), each
 through its own buffer bookkeeping, and copies the frame once more into a ``BytesIO`` kept only for a
 timeout: for a receiver of small events that costs about as much CPU as decoding them. A
 :class:`ChunkedFrames` reads what the socket has (a TLS record, up to 16 KB: a dozen 1 KB events) and
-cuts frames out of it. It replaces only the transport's ``read``; decoding, link credit, disposition
-and errors stay the SDK's.
+cuts frames out of it, as the transport's ``read``. Its contract is the SDK's ``read``:
+``(header, channel, body)`` per frame (``body`` a fresh buffer, so nothing decoded from it can change
+later); a socket timeout raises ``TimeoutError`` and keeps the bytes of a partial frame for the next
+call; any other socket error marks the transport disconnected and is raised.
 
-A receiver's connection also gets :class:`TransferFrames` as its ``_read_frame``: a transfer that is a
-whole message on a receiver link is decoded by index (``sources/amqp_decoding.py``) and handed to the
-link's callback with the counters the SDK's connection, session and link keep for it, in one step; every
-other frame (and any transfer it is not sure of) goes through the SDK's own handling.
-
-Its contract is the SDK's ``read``: ``(header, channel, body)`` per frame (``body`` a fresh buffer, so
-nothing decoded from it can change later); a socket timeout raises ``TimeoutError`` and keeps the
-bytes of a partial frame for the next call; any other socket error marks the transport disconnected
-and is raised.
+The SDK then passes each frame through four layers (connection, session, link, client) and decodes
+every AMQP value into a new ``memoryview`` slice. A :class:`TransferFrames`, as the connection's
+``_read_frame``, decodes a transfer that is a whole message on a receiver link by index
+(``sources/amqp_decoding.py``) and hands it to the link's callback with the counters those layers keep,
+in one step. Every other frame (and any transfer it is not sure of), link credit, dispositions and
+errors stay the SDK's.
 """
 
 from __future__ import annotations

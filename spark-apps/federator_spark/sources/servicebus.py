@@ -67,8 +67,8 @@ _GATHER_SECONDS = 0.05
 _DEFAULT_LOCK_SPAN_SECONDS = 300.0
 _COMPLETE_AT_ONCE = 500  # lock tokens per management request
 # What one batch may hold in the driver, the spool file and a write task, whatever ``maxMessagesPerBatch``
-# allows: message bodies as spooled (base64). 2,000 messages of 256 KB (the standard tier's largest) would
-# be 680 MB; a batch always takes at least one message, so a premium tier's 100 MB message still goes.
+# allows: message bodies as spooled (base64). The default 1,000 messages of 256 KB (the standard tier's
+# largest) would be 340 MB; a batch always takes its first message, so a premium tier's 100 MB one goes.
 BATCH_BYTES = 64 * 1024 * 1024
 # Identifies this process: the driver-side runner that holds the receiver for one run of a query.
 _RUN_ID = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
@@ -361,12 +361,12 @@ class SourceDriver:
                     closing.close()
 
     def _receive(self, wanted: int, until: threading.Event | None = None) -> list[Any]:
-        """Up to ``wanted`` messages or :data:`BATCH_BYTES` of bodies (the receive that crosses it counts
-        whole: a batch takes what fits, the rest stays for the next); stops early when the entity runs dry,
-        when a receive brought fewer
-        than asked (the SDK gathers for ``_GATHER_SECONDS`` after the first message: what it found is
-        what was ready, and a batch now beats a fuller one later), or after a quarter of the lock
-        duration, so the first messages are renewed (by the settler, which waits for this lock) in time.
+        """Up to ``wanted`` messages or :data:`BATCH_BYTES` of bodies (the receive that crosses it is kept
+        whole: a batch takes what fits, the rest waits for the next); stops early when the entity runs
+        dry, when a receive brought fewer than asked (the SDK gathers for ``_GATHER_SECONDS`` after the
+        first message: what it found is what was ready, and a batch now beats a fuller one later), or after
+        a quarter of the lock duration, so the first messages are renewed (by the settler, which waits for
+        this lock) in time.
         Receiving ahead (``until``: set when Spark asks for the batch), it goes on taking what arrives
         until then instead, a short wait at a time; only ``availableNow`` stops it on a dry entity."""
         receiver = self.receiver()
