@@ -58,6 +58,12 @@ def read_transfers(connection: Any) -> None:
         connection._read_frame = TransferFrames(connection, frames)
 
 
+def performative(header: bytes, body: bytes) -> memoryview:
+    """Where a frame's performative starts, as the SDK reads the data offset (kept as it is: the
+    offset's words taken as bytes, 0 for every frame Event Hubs sends)."""
+    return memoryview(body)[header[4] - 2 :]
+
+
 class ChunkedFrames:
     def __init__(self, transport: Any) -> None:
         self.transport = transport
@@ -67,10 +73,7 @@ class ChunkedFrames:
 
     def __call__(self, verify_frame_type: int | None = 0) -> tuple[memoryview, int, memoryview | None]:
         header, channel, body = self.frame(verify_frame_type)
-        if body is None:
-            return memoryview(header), channel, None
-        # The SDK's reading of the data offset, kept as it is: 0 for every frame Event Hubs sends.
-        return memoryview(header), channel, memoryview(body)[header[4] - 2 :]
+        return memoryview(header), channel, None if body is None else performative(header, body)
 
     def frame(self, verify_frame_type: int | None = 0) -> tuple[bytes, int, bytes | None]:
         """The next frame's header, channel and body (from the frame's 9th byte; None for a protocol
@@ -144,13 +147,13 @@ class TransferFrames:
                 if self._deliver(channel, fields, body, payload):
                     return False
                 return bool(self.process(channel, (0x14, fields)))
-        return bool(self.process(channel, decode_frame(memoryview(body)[header[4] - 2 :])))
+        return bool(self.process(channel, decode_frame(performative(header, body))))
 
     def _deliver(self, channel: int, fields: list[Any], body: bytes, payload: int) -> bool:
         """The SDK's steps for a transfer that is a whole message on an attached receiver link
         (``Connection._process_incoming_frame``, ``Session._incoming_transfer``,
         ``ReceiverLink._incoming_transfer``); False, having changed nothing, for any other transfer."""
-        if len(fields) < 7 or fields[5]:  # more frames of this delivery follow
+        if len(fields) < 7 or fields[5]:  # no "more" field, or more frames of this delivery follow
             return False
         session = self.connection._incoming_endpoints.get(channel)
         attached = session._input_handles.get(fields[0]) if session is not None else None
