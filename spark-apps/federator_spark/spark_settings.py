@@ -11,6 +11,8 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
+from federator_contract.sparkconf import APP_SPARK_CONF
+
 logger = logging.getLogger(__name__)
 
 # spark-apps/jvm: Hadoop's local file system without a `chmod` process per file it creates (Spark creates
@@ -58,7 +60,7 @@ def python_sockets() -> dict[str, str]:
 
 def settings() -> dict[str, str]:
     """Spark settings by name; Hadoop's own local file system stays when the jar is missing."""
-    chosen = {"spark.sql.session.timeZone": "UTC", **python_sockets()}
+    chosen = {**APP_SPARK_CONF, **python_sockets()}
     jar = spark_jars() / FILE_SYSTEM_JAR
     if jar.is_file():
         chosen[FILE_SYSTEM_SETTING] = LOCAL_FILE_SYSTEM

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +14,12 @@ import pytest
 import yaml
 
 from federator import reasons
+from federator.local.apps import app_environment
 from federator.local.plan import LocalPlan, plan_local_run, with_emulator_connections
 from federator.local.state import StateDir
 from federator.validation.documents import Document, load_documents
 from federator_contract.emulatorconfig import EmulatorConfig
+from federator_contract.sparkconf import APP_SPARK_CONF
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -174,6 +178,18 @@ def test_metrics_ports_count_up_from_the_first(tmp_path: Path) -> None:
     plan = plan_files(tmp_path, "eh-merge.yaml", metrics_port=9500)
 
     assert [t.task_config.metrics_port for t in plan.tasks] == [9500, 9501]
+
+
+def test_the_app_gets_a_clusters_spark_settings_and_the_tasks_own_through_spark_submit(
+    tmp_path: Path,
+) -> None:
+    own = '  runtime: {sparkConf: {spark.executor.extraJavaOptions: "-Dx=1"}}'
+    plan = plan_yaml(tmp_path, task("{" + EH.format(ns="a", hub="orders") + "}", EMULATOR_TARGET, extra=own))
+
+    arguments = shlex.split(app_environment(plan.tasks, {}, tmp_path)["PYSPARK_SUBMIT_ARGS"])
+    conf = dict(value.split("=", 1) for flag, value in itertools.pairwise(arguments) if flag == "--conf")
+    assert {key: conf[key] for key in APP_SPARK_CONF} == APP_SPARK_CONF
+    assert conf["spark.executor.extraJavaOptions"] == "-Dx=1"
 
 
 # ------------------------------------------------------------------------------------- secrets

@@ -14,14 +14,19 @@ from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
 from federator.validation.secrets import secret_shape
 from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.sparkconf import JIT_OPTIONS
 from support.spark_crds import crd_errors, validator
 from support.spark_pods import main_container
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _rendered(launcher: str, example: str = "eh-replication-cluster.yaml") -> dict[str, Any]:
+def _rendered(
+    launcher: str, example: str = "eh-replication-cluster.yaml", spark_conf: dict[str, str] | None = None
+) -> dict[str, Any]:
     doc = yaml.safe_load((ROOT / "examples" / example).read_text(encoding="utf-8"))
+    if spark_conf is not None:
+        doc["spec"].setdefault("runtime", {})["sparkConf"] = spark_conf
     spec = ReplicationTaskSpec.model_validate(doc["spec"])
     plan = plan_replication_task(
         name=doc["metadata"]["name"],
@@ -72,6 +77,20 @@ def test_secrets_are_referenced_never_inlined(launcher: str) -> None:
     for entry in secret_env:
         assert "value" not in entry
         assert entry["valueFrom"]["secretKeyRef"] == {"name": "orders-weu", "key": "connectionString"}
+
+
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_the_apps_jvms_compile_with_the_quick_compiler_unless_the_task_says_otherwise(launcher: str) -> None:
+    conf = _rendered(launcher)["spec"]["sparkConf"]
+    assert conf["spark.driver.defaultJavaOptions"] == conf["spark.executor.defaultJavaOptions"] == JIT_OPTIONS
+
+    own = {"spark.driver.defaultJavaOptions": "-XX:+UseZGC", "spark.executor.extraJavaOptions": "-Dx=1"}
+    conf = _rendered(launcher, spark_conf=own)["spec"]["sparkConf"]
+    assert conf["spark.driver.defaultJavaOptions"] == "-XX:+UseZGC"
+    assert (conf["spark.executor.defaultJavaOptions"], conf["spark.executor.extraJavaOptions"]) == (
+        JIT_OPTIONS,
+        "-Dx=1",
+    )
 
 
 def test_kubeflow_application_restarts_the_stream_and_sizes_pods_from_the_spec() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from spark_helpers import eh_endpoint, read_all, run_task, send, task_config
 
+from federator_contract.sparkconf import APP_SPARK_CONF
 from federator_spark import spark_settings
 from federator_spark.spark_settings import FILE_SYSTEM_JAR, FILE_SYSTEM_SETTING, LOCAL_FILE_SYSTEM
 
@@ -87,10 +88,7 @@ def test_the_settings_turn_the_apps_file_system_on_only_where_spark_finds_it(mon
     monkeypatch.setenv("SPARK_HOME", str(tmp_path))
     (tmp_path / "jars").mkdir()
     with caplog.at_level(logging.WARNING, logger=spark_settings.__name__):
-        assert spark_settings.settings() == {
-            "spark.sql.session.timeZone": "UTC",
-            **spark_settings.python_sockets(),
-        }
+        assert spark_settings.settings() == {**APP_SPARK_CONF, **spark_settings.python_sockets()}
     assert f"{FILE_SYSTEM_JAR} is missing" in caplog.text
 
     (tmp_path / "jars" / FILE_SYSTEM_JAR).write_bytes(b"")

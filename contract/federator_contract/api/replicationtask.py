@@ -302,7 +302,10 @@ class Runtime(FedModel):
     spark_conf: (
         Annotated[dict[str, Annotated[str, StringConstraints(max_length=4096)]], Field(max_length=128)] | None
     ) = None
-    """Extra Spark configuration (no credentials: they would be visible in the Spark application)."""
+    """Extra Spark configuration (no credentials: they would be visible in the Spark application). It
+    overrides the app's own defaults: `spark.sql.session.timeZone` UTC, and
+    `spark.driver.defaultJavaOptions` / `spark.executor.defaultJavaOptions` `-XX:TieredStopAtLevel=1`
+    (the JVM's quick compiler only; `extraJavaOptions` add to it)."""
 
     @field_validator("spark_conf")
     @classmethod

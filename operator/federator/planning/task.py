@@ -13,6 +13,7 @@ from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.settings import Launcher, OperatorSettings
 from federator_contract.api.base import API_VERSION, ConfigMapKeySelector, FedModel, WorkloadIdentity
 from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec, SparkResources
+from federator_contract.sparkconf import APP_SPARK_CONF
 from federator_contract.taskconfig import TaskConfig, TaskMetadata
 
 # Where the Spark image keeps the replication app, and where the pods find the task and checkpoints.
@@ -168,7 +169,7 @@ def plan_replication_task(
     runtime = spec.runtime
     spark_conf = {
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-        "spark.sql.session.timeZone": "UTC",
+        **APP_SPARK_CONF,
         **(runtime.spark_conf or {}),
     }
     app = SparkAppPlan(

@@ -1,0 +1,18 @@
+"""The Spark settings every replication app runs with, wherever its JVMs start: the operator writes them
+into each SparkApplication (and local mode's ``spark-submit``), and the app's session builder sets them
+for a JVM it starts itself (benchmarks, tests). A task's ``runtime.sparkConf`` overrides any of them."""
+
+from __future__ import annotations
+
+JIT_OPTIONS = "-XX:TieredStopAtLevel=1"
+"""Compile with the JVM's quick compiler (C1) only. The app's JVMs plan and schedule micro-batches while
+Python moves the events, so the hot code is Spark's planning, run a few times a second: the optimising
+compiler (C2) was still compiling it minutes into a run, a quarter to two fifths of one of two cores
+(bench.replication's latency run, 2026-11-28), and C1-compiled code planned a batch as fast."""
+
+APP_SPARK_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    # The defaults an administrator's image would set: a task's extraJavaOptions add to them.
+    "spark.driver.defaultJavaOptions": JIT_OPTIONS,
+    "spark.executor.defaultJavaOptions": JIT_OPTIONS,
+}
