@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from federator_contract.api.base import API_VERSION, DNS_LABEL, ConfigMapKeySelector, SecretKeySelector
@@ -20,6 +20,33 @@ MEMBERS_DIR = "members"
 
 class TaskConfigError(ValueError):
     """The task config cannot be run by the replication app."""
+
+
+SECRET_ENV_PREFIX = "FEDERATOR_SECRET_"
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_ESCAPES = {"-": "_H_", ".": "_D_", "_": "_U_"}
+
+
+def secret_env_var(secret: str, key: str) -> str:
+    """The environment variable that carries key ``key`` of Secret ``secret`` in the Spark pods (and in
+    local mode): `FEDERATOR_SECRET_<secret>__<key>`, each as written but for its other characters.
+
+    In the Secret's name a '-' before a letter or digit is `_` (`orders-weu` → `orders_weu`), any other
+    '-' is `_H_` and a '.' is `_D_`; in the key, '-', '.' and '_' are `_H_`, `_D_` and `_U_` (`tls.crt` →
+    `tls_D_crt`). Two different (Secret, key) pairs never share a variable: read from the left, a name's
+    `_` is followed by a lower-case letter or a digit (a '-'), by `H_` or `D_` (an escape) or by `_` (the
+    end of the name), and a key's `_` always begins an escape, so a variable spells one pair only. Case
+    is kept (`Conn` and `conn` are two keys), and the result is a shell's variable name.
+    Raises ValueError for a name or key with characters Kubernetes does not allow in them."""
+    if not secret or not set(secret) <= _NAME_CHARS | {"-", "."}:
+        raise ValueError(f"{secret!r} is not a Secret name")
+    if not key or not all(char.isascii() and (char.isalnum() or char in _ESCAPES) for char in key):
+        raise ValueError(f"{key!r} is not a Secret key")
+    name = "".join(
+        "_" if char == "-" and secret[i + 1 : i + 2] in _NAME_CHARS else _ESCAPES.get(char, char)
+        for i, char in enumerate(secret)
+    )
+    return f"{SECRET_ENV_PREFIX}{name}__{''.join(_ESCAPES.get(char, char) for char in key)}"
 
 
 class _ContractModel(BaseModel):
@@ -56,7 +83,8 @@ class TaskConfig(_ContractModel):
     """The task's spec with concrete connections (a followed group's member already substituted)."""
     checkpoint_location: str
     secret_env: dict[str, str] = {}
-    """`<Secret>/<key>` → the environment variable that holds the value in the Spark pods."""
+    """`<Secret>/<key>` → the environment variable that holds the value in the Spark pods: always
+    `secret_env_var(<Secret>, <key>)`, so that the operator's pods and the app name it alike."""
     config_map_files: dict[str, str] = {}
     """`<ConfigMap>/<key>` an editor reads → the file it is mounted as."""
     metrics_port: int | None = None
@@ -72,6 +100,16 @@ class TaskConfig(_ContractModel):
     stores `emulator`), likewise."""
     status_file: str | None = None
     """Local mode only: where the app writes its status (default: under the checkpoint location)."""
+
+    @field_validator("secret_env")
+    @classmethod
+    def _one_variable_per_secret_key(cls, secret_env: dict[str, str]) -> dict[str, str]:
+        for ref, env in secret_env.items():
+            secret, _, key = ref.partition("/")
+            expected = secret_env_var(secret, key)
+            if env != expected:
+                raise ValueError(f"{ref!r} is carried by {expected}, not {env}")
+        return secret_env
 
     @property
     def name(self) -> str:

@@ -12,7 +12,7 @@ from editor_helpers import apply, build, event, open_step, task_config
 
 from federator_spark.editors.base import Rejected
 
-KEY_ENV = "FEDERATOR_SECRET_SIGNING_HMACKEY"
+KEY_ENV = "FEDERATOR_SECRET_signing__hmacKey"
 SECRET_ENV = {"signing/hmacKey": KEY_ENV}
 KEY_REF = {"name": "signing", "key": "hmacKey"}
 

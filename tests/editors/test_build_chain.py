@@ -23,7 +23,7 @@ EVERY_KIND = [
 
 
 def test_every_editor_kind_builds_in_spec_order(tmp_path):
-    config = task_config(tmp_path, secret_env={"k/v": "KEY"})
+    config = task_config(tmp_path, secret_env={"k/v": "FEDERATOR_SECRET_k__v"})
     chain = build_chain([Editor.model_validate(e) for e in EVERY_KIND], config)
     assert [editor.kind for editor in chain] == [next(iter(e)) for e in EVERY_KIND]
 

@@ -80,3 +80,30 @@ def test_a_missing_or_bad_schema_fails_the_task_config_clearly(tmp_path, config_
     config = task_config(tmp_path, config_maps=config_maps)
     with pytest.raises(TaskConfigError, match=message):
         build({"validate": {"schemaConfigMapRef": {"name": "schemas", "key": "payment.json"}}}, config)
+
+
+PATTERNED = {
+    "type": "object",
+    "patternProperties": {"^x-[a-z]+$": {"type": "string"}},
+    "properties": {"id": {"type": "string", "pattern": "^m-[0-9]+$"}},
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        ({"id": "m-1", "x-trace": "t"}, None),
+        ({"id": "m-1", "x-trace": 1}, r"^\$\['x-trace'\]: 1 is not of type 'string'$"),
+        ({"id": "m-1", "trace": "t"}, r"^\$: 'trace' does not match any of the regexes: '\^x-\[a-z\]\+\$'$"),
+        # RE2, like JSON Schema's ECMA-262: `$` ends the text (Python's `re` also matches before a final \n).
+        ({"id": "m-1\n"}, r"^\$\.id: 'm-1\\n' does not match '\^m-\[0-9\]\+\$'$"),
+    ],
+)
+def test_patterns_and_pattern_properties_match_with_re2(tmp_path, document, reason):
+    step, _ = open_step(build({"validate": {"jsonSchema": PATTERNED}}, task_config(tmp_path)))
+    if reason is None:
+        assert apply(step, event(json.dumps(document))) is not None
+    else:
+        with pytest.raises(Rejected, match=reason):
+            apply(step, event(json.dumps(document)))

@@ -210,13 +210,13 @@ def test_a_secret_document_provides_the_value_through_the_apps_environment_only(
     )
 
     (run,) = plan.tasks
-    assert run.secret_env == {"FEDERATOR_SECRET_SRC_CONNECTIONSTRING": value}
-    assert run.task_config.secret_env == {"src/connectionString": "FEDERATOR_SECRET_SRC_CONNECTIONSTRING"}
+    assert run.secret_env == {"FEDERATOR_SECRET_src__connectionString": value}
+    assert run.task_config.secret_env == {"src/connectionString": "FEDERATOR_SECRET_src__connectionString"}
     assert "s3cr3t" not in run.task_config.to_json() and "s3cr3t" not in repr(run)
 
 
 def test_an_environment_variable_wins_over_the_secret_document(tmp_path: Path) -> None:
-    environ = {"FEDERATOR_SECRET_SRC_CONNECTIONSTRING": "Endpoint=sb://from-env"}
+    environ = {"FEDERATOR_SECRET_src__connectionString": "Endpoint=sb://from-env"}
     plan = plan_yaml(tmp_path, task(SECRET_SOURCE, EMULATOR_TARGET) + secret("other", "x"), environ=environ)
 
     (run,) = plan.tasks
@@ -228,9 +228,8 @@ def test_a_missing_secret_stalls_the_task_and_says_both_ways_to_provide_it(tmp_p
 
     (blocked,) = plan.blocked
     assert blocked.reason == reasons.SECRET_NOT_FOUND
-    assert (
-        "Secret default/src" in blocked.message and "FEDERATOR_SECRET_SRC_CONNECTIONSTRING" in blocked.message
-    )
+    assert "Secret default/src" in blocked.message
+    assert "FEDERATOR_SECRET_src__connectionString" in blocked.message
     assert plan.failed and not plan.tasks
 
 
@@ -264,7 +263,7 @@ def test_config_map_keys_an_editor_reads_become_files_in_the_state_dir(tmp_path:
     ).resolve()
     assert run.task_config.config_map_files == {"merchant-regions/regions.json": str(expected)}
     assert run.files == {expected: b'{"m-001": "eu", "m-002": "us"}'}
-    assert run.secret_env == {"FEDERATOR_SECRET_PAYMENTS_SIGNING_KEY_HMACKEY": "local-demo-key-change-me"}
+    assert run.secret_env == {"FEDERATOR_SECRET_payments_signing_key__hmacKey": "local-demo-key-change-me"}
 
 
 def test_a_missing_config_map_stalls_the_task(tmp_path: Path) -> None:

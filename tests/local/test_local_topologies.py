@@ -93,13 +93,13 @@ def test_a_mirror_member_whose_secret_is_nowhere_is_reported_and_runs_nothing(tm
     assert note.failed and note.message.startswith(
         f"{reasons.SECRET_NOT_FOUND}: Secret messaging/payments-neu"
     )
-    assert "FEDERATOR_SECRET_PAYMENTS_NEU_MANAGE_CONNECTIONSTRING" in note.message
+    assert "FEDERATOR_SECRET_payments_neu_manage__connectionString" in note.message
     assert not plan.tasks and not plan.mirrors
 
 
 def test_a_mirror_members_secret_can_come_from_the_environment(tmp_path: Path) -> None:
     value = "Endpoint=sb://contoso-neu.servicebus.windows.net/;SharedAccessKeyName=m;SharedAccessKey=k"
-    environ = {"FEDERATOR_SECRET_PAYMENTS_NEU_MANAGE_CONNECTIONSTRING": value}
+    environ = {"FEDERATOR_SECRET_payments_neu_manage__connectionString": value}
 
     plan = plan_of(tmp_path, "sb-all-active-cluster.yaml", environ=environ)
 

@@ -92,7 +92,7 @@ def test_run_replicates_stalls_what_cannot_run_and_leaves_no_process(tmp_path: P
     output = log.read_text()
     assert code == 1, output  # one task could not run
     assert "default/needs-a-secret: Stalled (SecretNotFound)" in output
-    assert "FEDERATOR_SECRET_WEU_CONNECTIONSTRING" in output
+    assert "FEDERATOR_SECRET_weu__connectionString" in output
     assert "default/orders-replication: Reconciling (SparkApplicationStopped)" in output
     # The final table: the task's figures from its status file.
     assert re.search(

@@ -43,7 +43,7 @@ def test_config_map_carries_the_full_spec_and_secret_references() -> None:
     assert config["spec"]["source"]["eventHub"]["consumerGroup"] == "federator"
     assert config["spec"]["provenance"]["enqueueTimeProperty"] == "repl-enqueue-time"
     assert config["secretEnv"] == {
-        "orders-weu/connectionString": "FEDERATOR_SECRET_ORDERS_WEU_CONNECTIONSTRING"
+        "orders-weu/connectionString": "FEDERATOR_SECRET_orders_weu__connectionString"
     }
     assert config["checkpointLocation"] == "file:///var/lib/federator/checkpoint"
 

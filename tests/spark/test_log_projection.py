@@ -15,7 +15,7 @@ from spark_helpers import eh_endpoint, read_all, run_task, send, task_config
 
 pytestmark = pytest.mark.slow
 
-URI_ENV = "FEDERATOR_SECRET_PROJECTION_DB_DSN"  # the name the operator gives Secret projection-db/dsn
+URI_ENV = "FEDERATOR_SECRET_projection_db__dsn"  # the name the operator gives Secret projection-db/dsn
 CONFIG = {"namespaces": [{"name": "ns1", "eventHubs": [{"name": "readings", "partitionCount": 2}]}]}
 SECRET_REF = {"name": "projection-db", "key": "dsn"}
 SPEC = {

@@ -49,7 +49,7 @@ def config(tmp_path, **translation: Any) -> TaskConfig:
                 tmp_path / "connections", {"a": PRIMARY, "b": SECONDARY, "azurite": AZURITE}
             ),
             "emulatorBlobConnectionFile": str(tmp_path / "connections" / "azurite"),
-            "secretEnv": {"storage/connectionString": "FEDERATOR_SECRET_STORAGE_CONNECTIONSTRING"},
+            "secretEnv": {"storage/connectionString": "FEDERATOR_SECRET_storage__connectionString"},
         }
     )
 
@@ -79,7 +79,7 @@ def test_hosts_as_the_consumers_name_them_and_a_second_store(tmp_path) -> None:
     assert plan.target.fully_qualified_namespace == "contoso-neu.servicebus.windows.net"
     assert plan.origin_prefix == "127.0.0.1:5673/orders/"  # the task's own identity of the source
     assert plan.target_store.container == "neu"
-    assert plan.target_store.connection_string_env == "FEDERATOR_SECRET_STORAGE_CONNECTIONSTRING"
+    assert plan.target_store.connection_string_env == "FEDERATOR_SECRET_storage__connectionString"
 
 
 def test_azurite_exists_in_local_mode_only(tmp_path) -> None:

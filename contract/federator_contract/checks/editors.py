@@ -11,6 +11,7 @@ from typing import Any
 
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.checks.findings import Finding
+from federator_contract.checks.schema_patterns import regex_problem
 from federator_contract.sql.system_properties import SYSTEM_PROPERTIES, find_system_property
 
 
@@ -25,7 +26,7 @@ def json_schema_problem(schema: Any) -> str | None:
         Draft202012Validator.check_schema(schema)
     except SchemaError as error:
         return f"invalid JSON Schema at {error.json_path}: {error.message}"
-    return None
+    return regex_problem(schema)
 
 
 def parse_avro_schema(raw: Any) -> Any:

@@ -8,9 +8,10 @@ executors); what they mean at run time lives in :mod:`federator_contract.sql.eva
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 from typing import Any
+
+from federator_contract.sql.patterns import LikePattern
 
 
 class Scope(enum.Enum):
@@ -86,7 +87,7 @@ class Like:
     operand: Expression
     pattern: Expression
     escape: Expression | None
-    regex: re.Pattern[str] | None  # compiled once when pattern and escape are constants
+    matcher: LikePattern | None  # compiled once when pattern and escape are constants
     negated: bool
 
 

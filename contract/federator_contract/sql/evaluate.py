@@ -127,16 +127,16 @@ def _like(node: ast.Like, message: SqlMessage) -> bool | None:
     subject = value(node.operand, message)
     if not isinstance(subject, str):
         return None
-    regex = node.regex
-    if regex is None:
+    matcher = node.matcher
+    if matcher is None:
         pattern = value(node.pattern, message)
         escape = None if node.escape is None else value(node.escape, message)
         if not isinstance(pattern, str) or (node.escape is not None and not _single_character(escape)):
             return None
-        regex = cached_like(pattern, escape)
-        if regex is None:
+        matcher = cached_like(pattern, escape)
+        if matcher is None:
             return None
-    return (regex.fullmatch(subject) is not None) != node.negated
+    return matcher.matches(subject) != node.negated
 
 
 def _single_character(escape: Any) -> bool:

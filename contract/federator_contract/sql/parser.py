@@ -9,7 +9,6 @@ scopes, writes to read-only properties, and operations that can never succeed be
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
@@ -17,7 +16,7 @@ from federator_contract.sql import ast
 from federator_contract.sql.errors import SqlSyntaxError
 from federator_contract.sql.lexer import COMPARISON_OPERATORS, Token, TokenKind, describe, tokenize
 from federator_contract.sql.model import Dialect
-from federator_contract.sql.patterns import PatternError, compile_like
+from federator_contract.sql.patterns import LikePattern, PatternError, compile_like
 from federator_contract.sql.system_properties import SYSTEM_PROPERTIES, ConversionError, find_system_property
 from federator_contract.sql.values import (
     ValueClass,
@@ -233,7 +232,7 @@ class _Parser:
 
     def constant_like(
         self, pattern: ast.Expression, escape: ast.Expression | None, position: int
-    ) -> re.Pattern[str] | None:
+    ) -> LikePattern | None:
         """The compiled pattern when it is known now, so matching never compiles it again."""
         if not (isinstance(pattern, ast.Literal) and isinstance(pattern.value, str)):
             return None

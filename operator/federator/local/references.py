@@ -1,9 +1,10 @@
 """Secret and ConfigMap references in local mode: where they find their values without a cluster.
 
-A `secretRef`: the environment variable `FEDERATOR_SECRET_<NAME>_<KEY>` (the name the operator gives the
-Spark pods) wins when it is set; otherwise a `v1/Secret` document among the manifest files provides the key
-(`stringData` as is, `data` base64-decoded). Values only ever travel in the app's environment: never in the
-task config file, the live view or logs.
+A `secretRef`: the environment variable `FEDERATOR_SECRET_<name>__<key>` (the name the operator gives the
+Spark pods, `federator_contract.taskconfig.secret_env_var`: `orders-weu/connectionString` is
+`FEDERATOR_SECRET_orders_weu__connectionString`) wins when it is set; otherwise a `v1/Secret` document
+among the manifest files provides the key (`stringData` as is, `data` base64-decoded). Values only ever
+travel in the app's environment: never in the task config file, the live view or logs.
 
 A ConfigMap key an editor reads (a JSON Schema, a lookup table): a `v1/ConfigMap` document among the files
 (`data`, or `binaryData` base64-decoded), written to the state dir and given to the app as a file, the way

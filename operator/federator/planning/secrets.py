@@ -3,13 +3,13 @@ read by the kubelet from the Secret, never by the operator."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from federator_contract.api.base import SecretKeySelector
+from federator_contract.taskconfig import secret_env_var
 
 
 @dataclass(frozen=True, order=True)
@@ -19,9 +19,9 @@ class SecretBinding:
 
     @property
     def env_var(self) -> str:
-        """Deterministic, so that re-planning yields the same pod spec."""
-        raw = f"FEDERATOR_SECRET_{self.secret_name}_{self.key}"
-        return re.sub(r"[^A-Za-z0-9_]", "_", raw).upper()
+        """One variable per Secret key, never shared (the contract's `secret_env_var`, which the app's
+        task config is checked against); deterministic, so that re-planning yields the same pod spec."""
+        return secret_env_var(self.secret_name, self.key)
 
     @property
     def ref(self) -> str:
