@@ -13,7 +13,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.jvm,
+    pytest.mark.full(why="the benchmarks' smoke runs: two minutes of Spark in both delivery modes"),
+    pytest.mark.timeout(600),
+]
 
 
 def test_a_tiny_run_copies_every_event_once_both_ways_and_reports_every_figure() -> None:

@@ -19,6 +19,7 @@ from support.polling import eventually
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.jvm,
     pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc"),
 ]
 

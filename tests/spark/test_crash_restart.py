@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from collections import Counter
@@ -20,7 +21,7 @@ from spark_helpers import eh_endpoint, prop, read_all, send, start_app, task_con
 from federator_contract.appstatus import read_status
 from federator_spark.failpoints import POINTS, VARIABLE
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.jvm, pytest.mark.timeout(1200)]
 
 CONFIG = {
     "namespaces": [
@@ -34,8 +35,9 @@ EVENTS = 400
 # Twenty batches: a kill once the target holds a quarter or a half lands mid-stream however fast batches
 # run (with four, one poll of the target could miss the rest of the stream).
 PER_TRIGGER = 20
-# A crash at a step of batch 1 needs no polling: four batches, so the restart has less to replay after it.
-PER_TRIGGER_AT_A_STEP = 100
+# A crash at a step needs no polling: the walk crashes in batches 1 to 4 of eight, so the stream goes on
+# after the last crash.
+PER_TRIGGER_AT_A_STEP = 50
 
 
 def target_count(cs: str) -> int:
@@ -124,27 +126,34 @@ def test_effectively_once_target_holds_every_event_exactly_once_after_kills(emul
     assert_counted_once(tmp_path)
 
 
-@pytest.mark.parametrize("point", POINTS)
-def test_a_crash_at_each_step_of_the_write_protocol_loses_and_repeats_nothing(
-    emulator_factory, tmp_path, point
-):
-    emulator = emulator_factory(CONFIG)
-    config_path = prepare(emulator, tmp_path, effectively_once=True, per_trigger=PER_TRIGGER_AT_A_STEP)
-    log = tmp_path / "replicate.log"
-    crashing = start_app(config_path, log, "--available-now", env={VARIABLE: f"{point}:1"})
+def crash_at(config_path: Path, log: Path, point: str, batch: int) -> None:
+    """Run the app until it kills itself at ``point`` of ``batch`` (a replay of it counts)."""
+    crashing = start_app(config_path, log, "--available-now", env={VARIABLE: f"{point}:{batch}"})
     try:
-        assert crashing.wait(timeout=300) == -signal.SIGKILL, log.read_text()[-3000:]
+        assert crashing.wait(timeout=300) == -signal.SIGKILL, (point, batch, log.read_text()[-3000:])
     finally:
         if crashing.poll() is None:
             os.killpg(crashing.pid, signal.SIGKILL)
             crashing.wait()
 
+
+def test_a_crash_at_each_step_of_the_write_protocol_loses_and_repeats_nothing(emulator_factory, tmp_path):
+    """One run of restarts walks the protocol: each start recovers from the last crash, then crashes at
+    the next step, in the next batch; the last start finishes the stream."""
+    emulator = emulator_factory(CONFIG)
+    config_path = prepare(emulator, tmp_path, effectively_once=True, per_trigger=PER_TRIGGER_AT_A_STEP)
+    log = tmp_path / "replicate.log"
+    for batch, point in enumerate(POINTS, start=1):
+        crash_at(config_path, log, point, batch)
+
     finish(config_path, log)
 
     assert_exactly_once(emulator)
     assert_counted_once(tmp_path)
-    if point in ("intent-written", "partition-published"):  # the replay, decided and logged by an executor
-        assert "batch 1 partition" in log.read_text() and "is a replay:" in log.read_text()
+    # The replays, decided and logged by an executor: of batch 1 after the crash once its intent was
+    # written, of batch 2 after one of its partitions was published.
+    for batch in (1, 2):
+        assert re.search(rf"batch {batch} partition \S+ is a replay:", log.read_text()), batch
 
 
 def test_at_least_once_loses_nothing_and_duplicates_at_most_one_batch(emulator_factory, tmp_path):

@@ -21,7 +21,7 @@ from spark_helpers import eh_endpoint, prop, read_all, send, start_app, task_con
 from federator_contract.appstatus import read_status
 from federator_spark.failpoints import VARIABLE
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.slow, pytest.mark.jvm, pytest.mark.timeout(1500)]
 
 MASTER = "local-cluster[2,1,1024]"
 

@@ -285,6 +285,7 @@ CRASH_MESSAGES = 120
 CRASH_BATCH = 20
 
 
+@pytest.mark.jvm
 def test_a_killed_driver_loses_nothing_and_a_duplicate_detecting_target_holds_each_message_once(
     emulator_factory, tmp_path
 ):

@@ -142,6 +142,7 @@ def _pod_env(emulator: Any, token_file: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.jvm
 def test_a_workload_identity_task_replicates_with_a_projected_token(
     emulator_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,7 +24,7 @@ from consumers import consume, produce_rounds
 from local.run_helpers import federator, stop, survivors, wait_for
 from support.polling import eventually
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.jvm, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "eh-failover-consumers.yaml"

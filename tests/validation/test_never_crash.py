@@ -1,11 +1,11 @@
 """`validate` and `render` never crash: every example manifest, spoiled at random (nulls, deletions, type
 swaps, duplicated keys, edited characters) and random YAML besides, yields problems (or objects), never an
-exception. The suite runs a fixed budget of examples; FEDERATOR_FUZZ_EXAMPLES=20000 runs a long one."""
+exception. The number of examples is the tier's (tests/support/tiers.py): a fixed budget in CI's, a long run
+in the full tier's."""
 
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,6 @@ BODIES = [d for text in TEXTS for d in yaml.safe_load_all(text) if isinstance(d,
 SETTINGS = OperatorSettings()
 
 budget = settings(
-    max_examples=int(os.environ.get("FEDERATOR_FUZZ_EXAMPLES", "150")),
     deadline=None,
     database=None,  # nothing written into the work tree; a failure prints its example to reproduce
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
