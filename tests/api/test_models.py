@@ -21,10 +21,17 @@ def _spec(file: str, index: int = 0) -> dict:
 
 
 def test_every_example_parses_into_its_model() -> None:
-    for path in EXAMPLES.glob("*.yaml"):
-        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-            if doc and doc["apiVersion"].startswith("federator.io/"):
-                BY_KIND[doc["kind"]].spec.model_validate(doc["spec"])
+    files = sorted(EXAMPLES.glob("*.yaml"))
+    assert files, f"no examples found in {EXAMPLES}"
+    kinds: dict[str, list[str]] = {}
+    for path in files:
+        docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+        ours = [d for d in docs if d["apiVersion"].startswith("federator.io/")]
+        for doc in ours:
+            BY_KIND[doc["kind"]].spec.model_validate(doc["spec"])
+        kinds[path.name] = [d["kind"] for d in ours]
+    assert [name for name, found in kinds.items() if not found] == [], "examples without a Federator resource"
+    assert {kind for found in kinds.values() for kind in found} == set(BY_KIND), "a kind without an example"
 
 
 def test_task_defaults_lose_nothing_and_copy_metadata() -> None:

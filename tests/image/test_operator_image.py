@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from support.images import ImageRoot
+from support.images import ImageRoot, Run
 from support.kube import KubeServer
 from support.orders import orders_secret, orders_service_account, orders_task
 from support.polling import eventually
@@ -25,6 +25,9 @@ NS = "default"
 RT = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationtasks"
 APPS = f"/apis/sparkoperator.k8s.io/v1beta2/namespaces/{NS}/sparkapplications"
 SECRETS = f"/api/v1/namespaces/{NS}/secrets"
+
+
+PORT_TAKEN = "address already in use"  # how kopf's liveness endpoint and the metrics server say it
 
 
 def free_port() -> int:
@@ -82,28 +85,15 @@ def healthy(url: str) -> bool:
 def test_the_operator_starts_healthy_and_gives_a_task_its_spark_application(
     operator_image: ImageRoot, kube: KubeServer, kubeconfig: Path, budget: dict[str, float]
 ):
-    health, metrics = free_port(), free_port()
-    started = time.monotonic()
-    run = operator_image.start(
-        [*operator_image.config.entrypoint, "operator", "--namespace", NS,
-         f"--liveness=http://127.0.0.1:{health}/healthz"],
-        env={
-            "KUBECONFIG": "/etc/federator/kubeconfig",
-            "FEDERATOR_METRICS_PORT": str(metrics),
-            "FEDERATOR_METRICS_ADDRESS": "127.0.0.1",
-        },
-        binds={"/etc/federator/kubeconfig": kubeconfig},
-        log_name="operator",
-    )
+    run, metrics = start_operator(operator_image, kubeconfig)
     try:
-        eventually(lambda: run.process.poll() is None and healthy(f"http://127.0.0.1:{health}/healthz"),
-                   timeout=60, message="no health endpoint")
-        budget["operatorHealthySeconds"] = time.monotonic() - started
+        assert run.process.poll() is None, "the operator stopped before it served its health"
+        budget["operatorHealthySeconds"] = time.monotonic() - run.started
         kube.request("POST", SECRETS, orders_secret())
         kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", orders_service_account())
         kube.request("POST", RT, orders_task("orders", NS))
         app = eventually(lambda: _get(kube, f"{APPS}/orders"), timeout=90, message="no SparkApplication")
-        budget["operatorFirstSparkApplicationSeconds"] = time.monotonic() - started
+        budget["operatorFirstSparkApplicationSeconds"] = time.monotonic() - run.started
         assert app["spec"]["mainApplicationFile"] == "local:///opt/federator/replicate.py"
         # A namespaced install never asks for the cluster-wide namespace list (403 and retries).
         assert "Not enough permissions to list namespaces" not in run.output()
@@ -114,6 +104,42 @@ def test_the_operator_starts_healthy_and_gives_a_task_its_spark_application(
         code = run.terminate()
     assert code == 0, run.output()[-4000:]
     assert kube.server_errors() == []
+
+
+def start_operator(image: ImageRoot, kubeconfig: Path, attempts: int = 3) -> tuple[Run, int]:
+    """The operator with its health and metrics endpoints on free ports, once it serves its health (or has
+    stopped): (run, metrics port). Neither endpoint can bind port 0 and say which port it got, so the ports
+    are chosen here, and another process may take one before the operator binds it: it is then started
+    again on others."""
+    for _ in range(attempts):
+        health, metrics = free_port(), free_port()
+        run = image.start(
+            [*image.config.entrypoint, "operator", "--namespace", NS,
+             f"--liveness=http://127.0.0.1:{health}/healthz"],
+            env={
+                "KUBECONFIG": "/etc/federator/kubeconfig",
+                "FEDERATOR_METRICS_PORT": str(metrics),
+                "FEDERATOR_METRICS_ADDRESS": "127.0.0.1",
+            },
+            binds={"/etc/federator/kubeconfig": kubeconfig},
+            log_name="operator",
+        )
+        url = f"http://127.0.0.1:{health}/healthz"
+        try:
+            eventually(
+                lambda run=run, url=url: (
+                    run.process.poll() is not None or PORT_TAKEN in run.output().lower() or healthy(url)
+                ),
+                timeout=60,
+                message="no health endpoint",
+            )
+        except AssertionError as failure:
+            run.terminate()
+            raise AssertionError(f"{failure}\n{run.output()[-4000:]}") from None
+        if PORT_TAKEN not in run.output().lower():
+            return run, metrics
+        run.terminate()
+    raise AssertionError(f"the ports chosen were taken by others {attempts} times in a row")
 
 
 def _get(kube: KubeServer, path: str) -> dict[str, Any] | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gc
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,9 @@ from federator.provision.environment import ManagementEnvironment
 from federator.settings import OperatorSettings
 from federator_emulator.server import RunningEmulator
 from federator_emulator.testing import AsyncEmulatorCredential, EmulatorCredential, EmulatorFactory
-from support.kopf_runner import running_operator
+from support.kopf_runner import reconcile_passes, running_operator
 from support.kube import KubeServer
-from support.polling import eventually
+from support.polling import eventually, eventually_more
 
 pytestmark = pytest.mark.slow
 
@@ -292,7 +291,9 @@ def test_failback_moves_producers_first_and_a_following_task_after_the_drain(
         assert failovers("billing", "neu", "weu") == 1
 
         before = status(kube, "billing")["lastTransitionTime"]
-        time.sleep(2.5)  # two more rounds: asserting that something does not happen needs a wait
+        # Three more passes of each counted: the first two are done, their writes included.
+        eventually_more(lambda: reconcile_passes("FailoverGroup"), 3, message="the group made no more rounds")
+        eventually_more(lambda: reconcile_passes("ReplicationTask"), 3, message="the task is not observed")
         assert status(kube, "billing")["phase"] == "FailingBack", (
             "consumers stay while the secondary holds messages"
         )

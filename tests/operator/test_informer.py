@@ -34,10 +34,12 @@ def config_map(name: str, labelled: bool = True, **data: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": NS, "labels": labels}, "data": data}
 
 
-async def until(check: Callable[[], bool], seconds: float = 5) -> None:
+async def until(
+    check: Callable[[], bool], seconds: float = 5, message: str = "the informer did not catch up"
+) -> None:
     deadline = asyncio.get_running_loop().time() + seconds
     while not check():
-        assert asyncio.get_running_loop().time() < deadline, "the informer did not catch up"
+        assert asyncio.get_running_loop().time() < deadline, message
         await asyncio.sleep(0.02)
 
 
@@ -61,14 +63,24 @@ async def test_it_lists_the_labelled_objects_then_follows_their_changes(client: 
 
 
 async def test_a_watch_the_server_ends_is_resumed_without_missing_a_change(
-    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+    client: KubeClient, kube: KubeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(informer, "WATCH_SECONDS", 1)
+    path = CONFIGMAPS.path(NS)
     watched = Informer(client, CONFIGMAPS, NS, LABEL)
     await watched.start()
     try:
-        await asyncio.sleep(1.5)  # the first watch has ended and been renewed
-        await client.create(CONFIGMAPS.path(NS), config_map("after-renewal"))
+        seen = await client.create(path, config_map("during-the-first-watch"))
+        await until(lambda: watched.get("during-the-first-watch") is not None)
+        renewals = len(kube.emulator.watches(path))
+        await until(lambda: len(kube.emulator.watches(path)) > renewals, message="the watch was not renewed")
+        resumed_from = kube.emulator.watches(path)[-1]
+        assert resumed_from.isdigit() and int(resumed_from) >= int(seen["metadata"]["resourceVersion"]), (
+            "a renewed watch resumes from the last version seen"
+        )
+        assert kube.emulator.times("GET", path) == 1, "renewing a watch lists nothing again"
+
+        await client.create(path, config_map("after-renewal"))
         await until(lambda: watched.get("after-renewal") is not None)
     finally:
         await watched.stop()

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from support.kopf_runner import reconcile_passes
 from support.kube import KubeServer
 from support.orders import orders_secret, orders_service_account, orders_task
-from support.polling import eventually
+from support.polling import eventually, eventually_more
 
 NS = "default"
 RT = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationtasks"
@@ -35,18 +36,28 @@ def spark_service_account(kube: KubeServer) -> None:
     kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", orders_service_account())
 
 
-def gets_during(kube: KubeServer, seconds: float) -> list[Any]:
-    """The GET requests the server answers within `seconds` (its log keeps only the latest 50: polled)."""
+def gets_during_passes(kube: KubeServer, passes: int) -> list[Any]:
+    """The GET requests the server answers while the tasks' daemons make `passes` more observation passes
+    (its log keeps only the latest 50: polled)."""
     known = list(kube.emulator["get"])  # held, so that no id is reused
     ids, found = {id(r) for r in known}, []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    target = reconcile_passes("ReplicationTask") + passes
+    deadline = time.monotonic() + 5 * passes
+    while True:
+        done = reconcile_passes("ReplicationTask") >= target  # before collecting: the last pass's reads too
         for request in list(kube.emulator["get"]):
             if id(request) not in ids:
                 ids.add(id(request))
                 found.append(request)
+        if done:
+            return found
+        assert time.monotonic() < deadline, "the tasks are not observed"
         time.sleep(0.02)
-    return found
+
+
+def observed_twice() -> None:
+    """Until the task's daemon has done two more whole observation passes (their writes included)."""
+    eventually_more(lambda: reconcile_passes("ReplicationTask"), 3, message="the task is not observed")
 
 
 def get(kube: KubeServer, path: str) -> dict[str, Any] | None:
@@ -187,7 +198,7 @@ def test_status_is_not_rewritten_when_nothing_changes(federator_operator: KubeSe
     kube.request("POST", RT, task())
     eventually(lambda: ready_reason(kube) == "SparkApplicationPending")
     before = get(kube, f"{RT}/orders")["metadata"]["resourceVersion"]  # type: ignore[index]
-    time.sleep(3.5)  # three observation intervals
+    observed_twice()
     after = get(kube, f"{RT}/orders")["metadata"]["resourceVersion"]  # type: ignore[index]
     assert after == before
 
@@ -221,7 +232,7 @@ def test_spec_warnings_are_posted_as_warning_events_once_per_generation(
 
     expected = "spec.source.eventHub.partitionIds[1]: names the partition of partitionIds[0] again"
     eventually(lambda: warnings() == [expected], message="no SpecWarning Event")
-    time.sleep(3.5)  # three observation passes of the same generation: no repeat
+    observed_twice()  # more passes of the same generation: no repeat
     assert warnings() == [expected]
     changed = copy.deepcopy(slip["spec"])
     changed["runtime"]["executor"]["instances"] = 3
@@ -244,7 +255,8 @@ def test_observing_a_settled_task_asks_the_api_server_nothing_about_its_children
     for name in names:
         kube.request("POST", RT, task(name))
     eventually(lambda: all(ready_reason(kube, name) == "SparkApplicationPending" for name in names))
-    reads = [r for r in gets_during(kube, 3.5) if r.params.get("watch") != "true"]  # three intervals
+    # Three passes of each task: three observe intervals.
+    reads = [r for r in gets_during_passes(kube, 3 * len(names)) if r.params.get("watch") != "true"]
     paths = [r.url.path for r in reads]
     assert not [p for p in paths if "/configmaps" in p or "/sparkapplications" in p], paths
     for named in ("/secrets/", "/serviceaccounts/", "/persistentvolumeclaims/"):

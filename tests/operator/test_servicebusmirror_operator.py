@@ -4,7 +4,6 @@ status, repairs drift, and removes exactly what it created when the mirror is de
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,9 @@ from federator.provision.environment import ManagementEnvironment
 from federator.settings import OperatorSettings
 from federator_emulator.server import RunningEmulator, start_emulator
 from federator_emulator.testing import AsyncEmulatorCredential
-from support.kopf_runner import running_operator
+from support.kopf_runner import reconcile_passes, running_operator
 from support.kube import KubeServer
-from support.polling import eventually
+from support.polling import eventually, eventually_more
 
 NS = "default"
 MIRRORS = f"/apis/federator.io/v1alpha1/namespaces/{NS}/servicebusmirrors"
@@ -188,8 +187,9 @@ def test_a_mirror_provisions_its_members_runs_owned_tasks_and_becomes_ready(
     assert condition(kube, "TasksReady")["status"] == "True"
 
     # Status is written only when something changes: members are re-read every second, nothing moves.
+    # Three more passes counted: the first two are done, their writes included.
     version = ready["metadata"]["resourceVersion"]
-    time.sleep(3.5)
+    eventually_more(lambda: reconcile_passes("ServiceBusMirror"), 3, message="the mirror is not observed")
     assert (get(kube, f"{MIRRORS}/orders") or {})["metadata"]["resourceVersion"] == version
 
     with admin(sb, "sbwest") as client:

@@ -144,17 +144,21 @@ async def test_emulator_members_are_provisioned_only_where_the_emulator_is_known
 async def test_the_real_azure_identity_credential_without_a_reachable_authority_is_transient(
     kube: KubeServer, kube_client: KubeClient, env: ManagementEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Bound but not listening until the test ends: connections are refused, and no other process takes it.
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
-        authority = f"https://127.0.0.1:{closed.getsockname()[1]}"
-    monkeypatch.setenv("AZURE_AUTHORITY_HOST", authority)
-    put_secret(
-        kube,
-        "west-sp",
-        {"tenantId": "00000000-0000-0000-0000-000000000001", "clientId": "c", "clientSecret": CLIENT_SECRET},
-    )
-    spec = all_active(service_principal_member(), arm_member("east", "sbeast"))
-    outcome = await provision(kube_client, env, spec, "west", credential_factory=azure_identity)
+        monkeypatch.setenv("AZURE_AUTHORITY_HOST", f"https://127.0.0.1:{closed.getsockname()[1]}")
+        put_secret(
+            kube,
+            "west-sp",
+            {
+                "tenantId": "00000000-0000-0000-0000-000000000001",
+                "clientId": "c",
+                "clientSecret": CLIENT_SECRET,
+            },
+        )
+        spec = all_active(service_principal_member(), arm_member("east", "sbeast"))
+        outcome = await provision(kube_client, env, spec, "west", credential_factory=azure_identity)
     assert (outcome.state, outcome.reason, outcome.transient) == ("Failed", "ManagementUnavailable", True)
     assert CLIENT_SECRET not in outcome.message
 

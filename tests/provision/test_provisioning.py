@@ -187,21 +187,23 @@ async def test_an_unreachable_management_endpoint_is_transient(
 ) -> None:
     import socket
 
+    # Bound but not listening until the test ends: connections are refused, and no other process takes it.
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    if mode == "dataPlane":
-        dead = (
-            f"Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=x"
-        )
-        patch = {"stringData": {"connectionString": dead}}
-        kube.request(
-            "PATCH", f"/api/v1/namespaces/{K8S_NS}/secrets/west-conn", patch, "application/merge-patch+json"
-        )
-    outcome = await provision(spec, "west", arm_endpoint=f"https://127.0.0.1:{port}", retry_total=0)
-    assert (outcome.state, outcome.reason, outcome.transient) == ("Failed", "ManagementUnavailable", True)
-    assert "member west" in outcome.message
-    assert "SharedAccessKey=" not in outcome.message
+        if mode == "dataPlane":
+            dead = f"Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=x"
+            patch = {"stringData": {"connectionString": dead}}
+            kube.request(
+                "PATCH",
+                f"/api/v1/namespaces/{K8S_NS}/secrets/west-conn",
+                patch,
+                "application/merge-patch+json",
+            )
+        outcome = await provision(spec, "west", arm_endpoint=f"https://127.0.0.1:{port}", retry_total=0)
+        assert (outcome.state, outcome.reason, outcome.transient) == ("Failed", "ManagementUnavailable", True)
+        assert "member west" in outcome.message
+        assert "SharedAccessKey=" not in outcome.message
 
 
 @pytest.mark.asyncio

@@ -3,7 +3,6 @@ publish and read events with the real SDKs."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -15,9 +14,20 @@ VENV_PYTHON = sys.executable
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = VENV_PYTHON
-    os.environ["PYSPARK_DRIVER_PYTHON"] = VENV_PYTHON
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    # The session's JVM and Python workers read these when it starts; undone when it stops, so that no
+    # test after it runs in an environment it did not set itself.
+    with pytest.MonkeyPatch.context() as environment:
+        environment.setenv("PYSPARK_PYTHON", VENV_PYTHON)
+        environment.setenv("PYSPARK_DRIVER_PYTHON", VENV_PYTHON)
+        environment.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+        session = _session()
+        try:
+            yield session
+        finally:
+            session.stop()
+
+
+def _session() -> Any:
     from pyspark.sql import SparkSession
 
     from federator_spark import spark_settings
@@ -33,5 +43,4 @@ def spark() -> Iterator[Any]:
     session = spark_settings.configured(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     register(session)
-    yield session
-    session.stop()
+    return session

@@ -11,6 +11,8 @@ from typing import Any
 
 import kopf
 
+from federator import metrics
+
 
 def test_settings() -> kopf.OperatorSettings:
     """Short timeouts and backoffs, no CRD scanning, no peering, no kill timer when embedded."""
@@ -22,6 +24,14 @@ def test_settings() -> kopf.OperatorSettings:
     settings.execution.default_backoff = 0.5
     settings.process.ultimate_exiting_timeout = None
     return settings
+
+
+def reconcile_passes(kind: str) -> int:
+    """The reconcile passes of `kind` Federator's handlers have finished in this process (the operator's
+    own metric). A pass is counted before it writes its status and its Events: once a daemon's count has
+    grown by 3, its first two passes are done."""
+    found = metrics.REGISTRY.get_sample_value("federator_reconcile_duration_seconds_count", {"kind": kind})
+    return int(found or 0)
 
 
 @contextmanager

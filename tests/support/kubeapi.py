@@ -14,6 +14,7 @@ dispatch (user reactions first, then the stored state), skipping the parent's ow
 from __future__ import annotations
 
 import asyncio
+import collections
 import copy
 import datetime
 import secrets
@@ -84,6 +85,12 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
     _rv: int = attrs.field(default=0, init=False)
     # Each distinct request as (User-Agent, method, path, watch), for the RBAC check (support/rbac.py).
     requested: set[tuple[str, str, str, bool]] = attrs.field(factory=set, init=False)
+    # How often each (method, path, watch) was requested, and the resourceVersion each watch of a path
+    # started from: read through `times` and `watches` (kmock's own request log keeps the latest only).
+    _request_counts: collections.Counter[tuple[str, str, bool]] = attrs.field(
+        factory=collections.Counter, init=False
+    )
+    _watched_from: dict[str, list[str]] = attrs.field(factory=dict, init=False)
     # Every event ever emitted, as (resourceVersion, resource, event), so a watch can resume from N.
     _journal: list[tuple[int, Resource, Obj]] = attrs.field(factory=list, init=False)
 
@@ -95,14 +102,12 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
 
     @override
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
-        self.requested.add(
-            (
-                raw_request.headers.get("User-Agent", ""),
-                raw_request.method,
-                raw_request.path,
-                raw_request.query.get("watch") in ("true", "1"),
-            )
-        )
+        agent, method, path = raw_request.headers.get("User-Agent", ""), raw_request.method, raw_request.path
+        watch = raw_request.query.get("watch") in ("true", "1")
+        self.requested.add((agent, method, path, watch))
+        self._request_counts[(method, path, watch)] += 1
+        if watch:
+            self._watched_from.setdefault(path, []).append(raw_request.query.get("resourceVersion", ""))
         # kmock cannot parse the cluster-wide namespace list (/api/v1/namespaces: "not enough values to
         # unpack"), and answered 500. A cluster answers what RBAC allows; the chart grants namespaced
         # Roles only, so the operator meets 403 there, and kopf falls back to the namespaces it was given.
@@ -119,6 +124,15 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             }
             return aiohttp.web.json_response(status, status=403)
         return await super().__call__(raw_request)
+
+    def times(self, method: str, path: str, *, watch: bool = False) -> int:
+        """How many requests `method path` (watches or not) the server has received: a test counts what a
+        client did (a LIST, a renewed watch) instead of sleeping and hoping."""
+        return self._request_counts.get((method.upper(), path, watch), 0)
+
+    def watches(self, path: str) -> list[str]:
+        """The resourceVersion each watch of `path` asked to start from, in order ("": the current state)."""
+        return list(self._watched_from.get(path, ()))
 
     @property
     def resource_version(self) -> int:

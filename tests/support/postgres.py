@@ -38,6 +38,7 @@ _DEBIAN_BIN_DIRS = "/usr/lib/postgresql"
 _SUPERUSER = "federator"
 _SYSTEM_USER = "postgres"  # created by Debian's postgresql-common
 _START_TIMEOUT_SECONDS = 30
+_PORT_ATTEMPTS = 5
 # A test server: durability is worthless here, speed is not.
 _SETTINGS = {
     "listen_addresses": "127.0.0.1",
@@ -100,17 +101,21 @@ def _run_as() -> list[str]:
 
 
 def _free_port() -> int:
+    """A port free a moment ago: PostgreSQL cannot bind port 0 (the port also names its unix socket) nor
+    take a bound socket, so another process may take it first; `_start` then tries another."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
 
-def _run(command: list[str], what: str, log: Path | None = None) -> None:
-    result = subprocess.run(command, capture_output=True, text=True, timeout=_START_TIMEOUT_SECONDS + 30)
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, timeout=_START_TIMEOUT_SECONDS + 30)
+
+
+def _check(result: subprocess.CompletedProcess[str], what: str, log: str = "") -> None:
     if result.returncode != 0:
-        server_log = log.read_text(errors="replace")[-3000:] if log is not None and log.exists() else ""
         pytest.fail(
-            f"{what} failed ({result.returncode}):\n{result.stdout}{result.stderr}{server_log}", pytrace=False
+            f"{what} failed ({result.returncode}):\n{result.stdout}{result.stderr}{log}", pytrace=False
         )
 
 
@@ -120,14 +125,13 @@ def start_server() -> PostgresServer:
     owner = pwd.getpwnam(_SYSTEM_USER) if prefix else None
     base = Path(tempfile.mkdtemp(prefix="federator-pg-"))
     password = secrets.token_hex(16)
-    server = PostgresServer(bin_dir, base, _free_port(), _SUPERUSER, password)
     password_file = base / "password"
     password_file.write_text(password + "\n")
     if owner is not None:  # the server's user must own its directory and read the password file
         for path in (base, password_file):
             os.chown(path, owner.pw_uid, owner.pw_gid)
     data = base / "data"
-    _run(
+    initdb = _run(
         [
             *prefix,
             str(bin_dir / "initdb"),
@@ -139,28 +143,41 @@ def start_server() -> PostgresServer:
             "--encoding=UTF8",
             "--locale=C.UTF-8",
             "--no-sync",
-        ],
-        "initdb",
+        ]
     )
+    _check(initdb, "initdb")
     password_file.unlink()
+    for _ in range(_PORT_ATTEMPTS):
+        server = PostgresServer(bin_dir, base, _free_port(), _SUPERUSER, password)
+        if _start(server, prefix):
+            return server
+    pytest.fail(
+        f"pg_ctl start: each of {_PORT_ATTEMPTS} ports was taken before the server bound it", pytrace=False
+    )
+
+
+def _start(server: PostgresServer, prefix: list[str]) -> bool:
+    """Start on `server.port`; False when another process took that port first."""
     options = " ".join(
-        [f"-p {server.port}", f"-k {base}", *(f"-c {key}={value}" for key, value in _SETTINGS.items())]
+        [f"-p {server.port}", f"-k {server.base}", *(f"-c {key}={value}" for key, value in _SETTINGS.items())]
     )
-    _run(
-        [
-            *prefix,
-            str(bin_dir / "pg_ctl"),
-            f"--pgdata={data}",
-            f"--log={server.log}",
-            "--wait",
-            f"--timeout={_START_TIMEOUT_SECONDS}",
-            f"--options={options}",
-            "start",
-        ],
-        "pg_ctl start",
-        server.log,
-    )
-    return server
+    logged = server.log.stat().st_size if server.log.exists() else 0
+    command = [
+        *prefix,
+        str(server.bin_dir / "pg_ctl"),
+        f"--pgdata={server.base / 'data'}",
+        f"--log={server.log}",
+        "--wait",
+        f"--timeout={_START_TIMEOUT_SECONDS}",
+        f"--options={options}",
+        "start",
+    ]
+    result = _run(command)
+    this_start = server.log.read_text(errors="replace")[logged:] if server.log.exists() else ""
+    if result.returncode != 0 and "Address already in use" in this_start:
+        return False
+    _check(result, "pg_ctl start", this_start[-3000:])
+    return True
 
 
 def stop_server(server: PostgresServer) -> None:

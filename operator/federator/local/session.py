@@ -216,6 +216,7 @@ class LocalSession:
                 return f"the emulator was not ready within {EMULATOR_START_SECONDS:.0f} s ({log})"
             time.sleep(0.1)
         self.ready = json.loads(state.emulator_ready.read_text(encoding="utf-8"))
+        state.remember_ports(self.ready)
         return None
 
     # ------------------------------------------------------------------------------------------- observe

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import fcntl
 import json
-import socket
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,21 +122,24 @@ class StateDir:
         return handle
 
     def stable_ports(self, namespaces: Iterable[str]) -> dict[str, tuple[int, int]]:
-        """Each namespace's AMQP and HTTPS port: the ones of earlier runs, new free ones for new
-        namespaces (remembered for the next run)."""
-        known: dict[str, Any] = {}
-        if self.emulator_ports.exists():
-            known = json.loads(self.emulator_ports.read_text(encoding="utf-8"))
-        ports = {name: (int(p[0]), int(p[1])) for name, p in known.items()}
-        for name in namespaces:
-            if name not in ports:
-                ports[name] = (_free_port(), _free_port())
+        """Each namespace's AMQP and HTTPS port: the ones of earlier runs, 0 for a new namespace. The emulator
+        binds free ports for those (a port chosen here could be taken before it binds it), and
+        `remember_ports` keeps them for the next run."""
+        ports = self._known_ports()
+        return {**{name: (0, 0) for name in namespaces}, **ports}
+
+    def remember_ports(self, ready: dict[str, Any]) -> None:
+        """Keep the ports the emulator serves each namespace on (from its ready file) for the next run."""
+        ports = self._known_ports()
+        for name, entry in ready["namespaces"].items():
+            https = urllib.parse.urlsplit(entry["httpsEndpoint"]).port
+            if https is None:
+                raise ValueError(f"the emulator's ready file gives namespace {name!r} no HTTPS port")
+            ports[name] = (int(entry["amqpPort"]), https)
         write_atomically(self.emulator_ports, json.dumps({k: list(v) for k, v in sorted(ports.items())}))
-        return ports
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    def _known_ports(self) -> dict[str, tuple[int, int]]:
+        if not self.emulator_ports.exists():
+            return {}
+        known: dict[str, Any] = json.loads(self.emulator_ports.read_text(encoding="utf-8"))
+        return {name: (int(p[0]), int(p[1])) for name, p in known.items()}
