@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from plugin_helpers import Plugin, plugin_env
+from plugin_helpers import Plugin, namespaces, plugin_env
 
-from support.kube import K8sTools
+from support.kube import K8sTools, KubeServer
 from support.resources import ROOT
 
 
@@ -21,8 +21,10 @@ def plugin_environment(kubeconfig: Path, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def federator(k8s_tools: K8sTools, plugin_environment: dict[str, str]) -> Plugin:
-    """`kubectl federator ARGS...` through the real kubectl binary."""
+def federator(kube: KubeServer, k8s_tools: K8sTools, plugin_environment: dict[str, str]) -> Plugin:
+    """`kubectl federator ARGS...` through the real kubectl binary, against a cluster with the namespaces
+    `default` and `payments`."""
+    namespaces(kube, "default", "payments")
 
     def run(
         *args: str,

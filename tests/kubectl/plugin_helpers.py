@@ -44,6 +44,26 @@ def plugin_env(kubeconfig: Path, home: Path) -> dict[str, str]:
     }
 
 
+def one_line_error(done: subprocess.CompletedProcess[str], *expected: str) -> str:
+    """The shape of every failure: exit code 1, nothing but one `error: ...` line on stderr."""
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+def namespaces(kube: KubeServer, *names: str) -> None:
+    """Namespaces as a cluster has them (the fake API server stores none): the plugin tells a namespace
+    that does not exist from an empty one."""
+    for name in names:
+        obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        path = f"/api/v1/namespaces/{name}"
+        kube.call(lambda path=path, obj=obj: kube.emulator["get", path] << obj)  # type: ignore[misc]
+
+
 def create(kube: KubeServer, obj: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
     """Create an object through the API (as kubectl would) and, like the operator, write its status."""
     ns = obj["metadata"].setdefault("namespace", "default")
@@ -59,6 +79,20 @@ def create(kube: KubeServer, obj: dict[str, Any], status: dict[str, Any] | None 
         )
         assert code == 200, body
     return body  # type: ignore[no-any-return]
+
+
+def group_warning(name: str, reason: str, message: str, **extra: Any) -> dict[str, Any]:
+    """A Warning Event about FailoverGroup default/orders, as the operator records one."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name},
+        "involvedObject": {"kind": "FailoverGroup", "name": "orders", "namespace": "default"},
+        "reason": reason,
+        "type": "Warning",
+        "message": message,
+        **extra,
+    }
 
 
 def read_until(stream: object, needle: str, timeout: float = 20) -> str:

@@ -3,6 +3,7 @@ it, a ServiceBusMirror with its generated task, and a task stalled on a missing 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from plugin_helpers import create
@@ -10,6 +11,13 @@ from plugin_helpers import create
 from support.kube import KubeServer
 
 NOW = "2026-11-26T12:00:00Z"
+
+
+def recent(seconds_ago: float = 0) -> str:
+    """A time as fresh as the operator writes it (a figure of days ago is stale, and shown so)."""
+    return (datetime.now(UTC) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 # Longer than any terminal: the plugin must print it whole.
 LONG_MESSAGE = (
     "Secret orders-archive-conn not found in namespace default; "
@@ -116,7 +124,7 @@ def task_status(
 ) -> dict[str, Any]:
     status: dict[str, Any] = {"observedGeneration": 1, "conditions": conditions, **extra}
     if lag is not None:
-        status.update(replicationLagSeconds=lag, eventsReplicated=replicated, lastBatchTime=NOW)
+        status.update(replicationLagSeconds=lag, eventsReplicated=replicated, lastBatchTime=recent())
     return status
 
 
@@ -145,14 +153,14 @@ def seed_topology(kube: KubeServer) -> None:
                     "member": "weu",
                     "healthy": False,
                     "consecutiveFailures": 7,
-                    "lastProbeTime": NOW,
+                    "lastProbeTime": recent(),
                     "message": "connection refused (weu probe)",
                 },
                 {
                     "member": "neu",
                     "healthy": True,
                     "consecutiveFailures": 0,
-                    "lastProbeTime": NOW,
+                    "lastProbeTime": recent(),
                     "message": "",
                 },
             ],

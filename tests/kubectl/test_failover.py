@@ -4,14 +4,24 @@ completed: here with the FailoverGroup controller running against two emulator n
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
-from plugin_helpers import API, Plugin, create, plugin_process, read_until
-from plugin_seeds import following_task, group, ready
+from plugin_helpers import (
+    API,
+    MERGE,
+    Plugin,
+    create,
+    group_warning,
+    one_line_error,
+    plugin_process,
+    read_until,
+)
+from plugin_seeds import following_task, group, ready, recent
 
 from federator.handlers.context import OperatorContext
 from federator.kube.client import JSON_PATCH
@@ -26,6 +36,7 @@ from support.polling import eventually
 
 GROUPS = f"{API}/namespaces/default/failovergroups"
 RT = f"{API}/namespaces/default/replicationtasks"
+SWITCHED_BACK = "producers and consumers switched from member weu to neu"
 
 
 def placed(phase: str, producer: str, consumer: str, requested: str = "", **spec: Any) -> dict[str, Any]:
@@ -123,7 +134,8 @@ def test_the_plan_tells_what_a_switch_now_leaves_behind() -> None:
 
 def test_planned_and_forced_exclude_each_other(federator: Plugin) -> None:
     done = federator("failover", "orders", "--to", "neu", "--planned", "--forced", "--yes", check=False)
-    assert done.returncode == 2 and "--planned and --forced exclude each other" in done.stderr
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "--planned and --forced exclude each other" in done.stderr
 
 
 def test_a_planned_request_through_kubectl(kube: KubeServer, federator: Plugin) -> None:
@@ -151,6 +163,66 @@ def test_nothing_changes_without_consent(kube: KubeServer, federator: Plugin) ->
         in done.stdout
     )
     assert "activeMember" not in kube.request("GET", f"{GROUPS}/orders")[1]["spec"]
+
+
+def test_the_follow_says_when_the_operator_does_not_act(kube: KubeServer, federator: Plugin) -> None:
+    create(
+        kube,
+        group(),
+        {
+            "observedGeneration": 1,
+            "phase": "Normal",
+            "producerMember": "weu",
+            "consumerMember": "weu",
+            "conditions": ready("Active"),
+        },
+    )
+    started = time.monotonic()
+    done = federator("failover", "orders", "--to", "neu", "--yes", "--timeout", "40", check=False, timeout=60)
+    one_line_error(
+        done,
+        "the operator has not acted on the request in ",
+        "(the group's status is of generation 1, the request made 2): is it running?",
+        "`kubectl federator status fg/orders -n default --watch`",
+    )
+    assert time.monotonic() - started < 30, "told after two probe periods and a margin, not at --timeout"
+
+
+def test_the_follow_tells_a_switch_the_operator_undid(
+    kube: KubeServer, k8s_tools: K8sTools, plugin_environment: dict[str, str]
+) -> None:
+    """Failing back to a dead primary: the FailoverGroup controller moves producers there (FailingBack),
+    then fails over again at its next probe; the plugin says so instead of waiting for its timeout."""
+    on_neu = {"phase": "FailedOver", "producerMember": "neu", "consumerMember": "neu", "requestedMember": ""}
+    create(kube, group(mode="automatic"), {"observedGeneration": 1, **on_neu, "conditions": ready("Active")})
+    proc = plugin_process(k8s_tools.kubectl, plugin_environment, "failback", "orders", "--yes")
+    try:
+        assert proc.stdout is not None
+        read_until(proc.stdout, "requested: spec.activeMember: (unset) → weu")
+        # As the controller writes it: the request seen, producers moved, then back after failed probes.
+        failing_back = {"phase": "FailingBack", "producerMember": "weu", "requestedMember": "weu"}
+        write_status(kube, {"observedGeneration": 2, **failing_back})
+        time.sleep(1.5)
+        message = f"{SWITCHED_BACK}: weu failed 2 probes in a row"
+        create(kube, group_warning("orders.2", "FailedOver", message, lastTimestamp=recent()))
+        write_status(kube, {**on_neu, "requestedMember": "weu"})
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "phase FailingBack: producers on weu, consumers on neu" in out
+    assert proc.returncode == 1 and err.count("\n") == 1, err
+    assert (
+        "error: the switch to weu did not hold: the operator has producers and consumers on neu (phase "
+        "FailedOver); last Event FailedOver: producers and consumers switched from member weu to neu: weu "
+        "failed 2 probes in a row" in err
+    )
+
+
+def write_status(kube: KubeServer, status: dict[str, Any]) -> None:
+    code, body = kube.request("PATCH", f"{GROUPS}/orders/status", {"status": status}, MERGE)
+    assert code == 200, body
 
 
 @pytest.fixture

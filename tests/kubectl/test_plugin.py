@@ -38,9 +38,9 @@ def test_lag_is_sorted_worst_first(kube: KubeServer, federator: Plugin) -> None:
     assert [r["task"] for r in rows] == ["slow", "archive", "billing-west-east", "broken"]
     assert (rows[0]["secondsBehind"], rows[0]["eventsReplicated"], rows[0]["partition"]) == (95.0, 12, None)
     table = federator("lag").stdout.splitlines()
-    assert table[0].split()[:4] == ["TASK", "PARTITION", "LAG", "EVENTS"]
+    assert table[0].split()[:4] == ["TASK", "PARTITION", "LAG", "BEHIND"]
     assert [line.split()[0] for line in table[1:]] == ["slow", "archive", "billing-west-east", "broken"]
-    assert table[1].split()[2] == "95.0s" and "SecretNotFound" in table[4]
+    assert table[1].split()[2] == "95.0s" and "Stalled" in table[4]
 
 
 def test_lag_has_a_row_per_source_partition_when_the_status_carries_them(

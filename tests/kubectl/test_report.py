@@ -4,16 +4,21 @@ Spark driver logs and the operator's metrics, in which no planted secret survive
 from __future__ import annotations
 
 import base64
+import io
+import json
+import subprocess
 import zipfile
 from pathlib import Path
 
 import yaml
-from plugin_helpers import Plugin, create
+from plugin_helpers import Plugin, create, group_warning, one_line_error
 from plugin_seeds import following_task, group, ready, task_status
 
-from support.kube import KubeServer
+from support.kube import K8sTools, KubeServer
 
 OPERATOR_NS = "federator-system"
+# A task config's secretEnv: which Secret key each environment variable holds. Names, not secrets.
+ENV = {"weu-conn/connectionString": "FEDERATOR_SECRET_WEU_CONN_CONNECTIONSTRING"}
 SB_KEY = "PLANTEDsbKEYweu0123456789abcdefABCDEF="
 CLIENT_SECRET = "PLANTEDclientSecretXYZ987"
 # Planted where secrets hide in practice; every one must be gone from the bundle.
@@ -69,7 +74,10 @@ def plant(kube: KubeServer, kubectl) -> None:  # type: ignore[no-untyped-def]
     }
     create(kube, task, task_status(3.0, 10, ready("Running")))
     labels = {"app.kubernetes.io/managed-by": "federator", "federator.io/replication-task": "archive"}
-    config = {"conn": connection_string("PLANTEDcmKEY42"), "task.json": '{"spec": {}, "secretEnv": {}}'}
+    config = {
+        "conn": connection_string("PLANTEDcmKEY42"),
+        "task.json": json.dumps({"spec": {}, "secretEnv": ENV}),
+    }
     create(
         kube,
         {
@@ -79,16 +87,8 @@ def plant(kube: KubeServer, kubectl) -> None:  # type: ignore[no-untyped-def]
             "data": config,
         },
     )
-    event = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": "orders.1"},
-        "involvedObject": {"kind": "FailoverGroup", "name": "orders", "namespace": "default"},
-        "reason": "MemberUnhealthy",
-        "type": "Warning",
-        "message": f"probe with {connection_string('PLANTEDeventKEY')} failed",
-    }
-    create(kube, event)
+    message = f"probe with {connection_string('PLANTEDeventKEY')} failed"
+    create(kube, group_warning("orders.1", "MemberUnhealthy", message))
     driver = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -176,7 +176,9 @@ def test_the_bundle_has_what_support_needs_and_no_secret(
     assert yaml.safe_load(files["resources/default/Secret/dns-sp.yaml"])["stringData"] == dict.fromkeys(
         ("clientId", "clientSecret", "tenantId"), "[REDACTED]"
     )
-    assert "[REDACTED:connection-string]" in files["resources/default/ConfigMap/archive-task.yaml"]
+    task_config = yaml.safe_load(files["resources/default/ConfigMap/archive-task.yaml"])["data"]
+    assert task_config["conn"] == "[REDACTED:connection-string]"
+    assert json.loads(task_config["task.json"])["secretEnv"] == ENV, "variable names are kept"
     assert (
         "postgresql://app:[REDACTED]@db:5432/orders"
         in files["resources/default/ReplicationTask/archive.yaml"]
@@ -195,3 +197,38 @@ def test_the_bundle_has_what_support_needs_and_no_secret(
     )
     assert "FailoverGroup default/orders" in files["summary.txt"]
     assert "Not collected" not in files["README.txt"]
+
+
+def test_where_the_bundle_goes(
+    kube: KubeServer,
+    federator: Plugin,
+    k8s_tools: K8sTools,
+    plugin_environment: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    create(kube, following_task(), task_status(3.0, 10, ready("Running")))
+    # A missing directory is an error, never created.
+    missing = tmp_path / "missing" / "x.zip"
+    one_line_error(
+        federator("report", "-o", str(missing), check=False), f"the directory {missing.parent} does not exist"
+    )
+    assert not missing.parent.exists()
+    # A directory gets a file named by the time, and nothing beside it.
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    done = federator("report", "-o", str(folder))
+    [written] = folder.iterdir()
+    assert written.name.startswith("federator-report-") and written.suffix == ".zip"
+    assert f"wrote {written}" in done.stderr and zipfile.is_zipfile(written)
+    # `-`: the zip on standard output, for a pipe.
+    piped = subprocess.run(
+        [str(k8s_tools.kubectl), "federator", "report", "-o", "-"],
+        capture_output=True,
+        env=plugin_environment,
+        cwd=tmp_path,
+        timeout=60,
+        check=True,
+    )
+    with zipfile.ZipFile(io.BytesIO(piped.stdout)) as archive:
+        assert "resources/default/ReplicationTask/archive.yaml" in archive.namelist()
+    assert not (tmp_path / "-").exists()

@@ -6,10 +6,21 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
+from typing import Any
 
 import yaml
-from plugin_helpers import API, MERGE, Plugin, plugin_process, read_until
-from plugin_seeds import LONG_MESSAGE, seed_topology
+from plugin_helpers import API, MERGE, Plugin, create, plugin_process, read_until
+from plugin_seeds import (
+    LONG_MESSAGE,
+    cond,
+    group,
+    plain_task,
+    ready,
+    recent,
+    seed_topology,
+    task_status,
+)
 
 from support.kube import K8sTools, KubeServer
 
@@ -57,15 +68,15 @@ def test_status_of_one_group_as_json_and_yaml(kube: KubeServer, federator: Plugi
     )
     [task] = found["tasks"]
     assert task["name"] == "archive" and task["follows"] == "source"
-    assert task["lag"] == [
-        {
-            "partition": None,
-            "secondsBehind": 12.5,
-            "eventsBehind": None,
-            "eventsReplicated": 4200,
-            "lastBatchTime": "2026-11-26T12:00:00Z",
-        }
-    ]
+    [lag] = task["lag"]
+    assert lag == {
+        "partition": None,
+        "secondsBehind": 12.5,
+        "eventsBehind": None,
+        "eventsReplicated": 4200,
+        "lastBatchTime": lag["lastBatchTime"],
+    }
+    assert lag["lastBatchTime"].endswith("Z")
     assert (
         yaml.safe_load(federator("status", "rt/broken", "-o", "yaml").stdout)["replicationTasks"][0]["state"]
         == "Stalled"
@@ -77,7 +88,8 @@ def test_status_names_what_it_cannot_find(kube: KubeServer, federator: Plugin) -
     assert done.returncode == 1 and "failovergroup nope not found in namespace default" in done.stderr
     done = federator("status", "pod/x", check=False)
     assert done.returncode == 1 and "unknown kind 'pod'" in done.stderr
-    assert "No FailoverGroups, ServiceBusMirrors or ReplicationTasks found." in federator("status").stdout
+    empty = "No FailoverGroups, ServiceBusMirrors or ReplicationTasks found in namespace default."
+    assert empty in federator("status").stdout
 
 
 def test_status_watch_prints_a_new_snapshot_when_something_changes(
@@ -135,3 +147,74 @@ def test_colours_only_on_a_terminal_and_never_with_no_color(
     assert not any(f"\x1b[{c}" in plain for c in ("31", "32", "33", "1;31", "1;32", "1;33", "38;")), (
         "NO_COLOR"
     )
+
+
+NARROW = {"COLUMNS": "80", "NO_COLOR": "1"}
+
+
+def group_status(probes: list[dict[str, Any]], *conditions: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "observedGeneration": 1,
+        "conditions": [*ready("Active", "producers and consumers use member weu"), *conditions],
+        "phase": "Normal",
+        "producerMember": "weu",
+        "consumerMember": "weu",
+        "probes": probes,
+    }
+
+
+def probe(member: str, seconds_ago: float, healthy: bool = True, message: str = "") -> dict[str, Any]:
+    failures = 0 if healthy else 4
+    return {
+        "member": member,
+        "healthy": healthy,
+        "consecutiveFailures": failures,
+        "lastProbeTime": recent(seconds_ago),
+        "message": message,
+    }
+
+
+def unwrapped(text: str) -> str:
+    return " ".join(text.translate(str.maketrans("", "", "│├└─")).split())
+
+
+def test_stale_figures_are_marked_and_sorted_by_their_age(kube: KubeServer, federator: Plugin) -> None:
+    # Probes every 2s: a healthy result is rewritten once a minute, so 39s is current; 10 minutes is not.
+    probes = [probe("weu", 39), probe("neu", 600)]
+    create(kube, group(probe={"periodSeconds": 2}), group_status(probes))
+    text = unwrapped(federator("status", "fg/orders", env=NARROW).stdout)
+    assert "✓ weu (primary) orders-weu.servicebus.windows.net ← producers + consumers probe healthy" in text
+    assert re.search(r"probe healthy \(every 2s, recorded (39|4\d)s ago\) … neu", text), text
+    assert "probe healthy (every 2s, recorded 10m ago) STALE: no probe recorded since" in text
+    # A task whose last batch is two days old: its 0.8s is not its lag now.
+    old = task_status(0.8, 900, ready("Running"))
+    old["lastBatchTime"] = recent(2 * 86400)
+    create(kube, plain_task("idle"), old)
+    create(kube, plain_task("busy"), task_status(95.0, 12, ready("Running")))
+    assert (
+        "Lag 0.8s behind · 900 replicated · last batch 2d ago STALE: figures of that batch, none since"
+        in (unwrapped(federator("status", "rt/idle", env=NARROW).stdout))
+    )
+    table = federator("lag", env=NARROW).stdout.splitlines()
+    assert [line.split()[0] for line in table[1:]] == ["idle", "busy"]
+    assert "2d ago, STALE" in table[1] and "STALE" not in table[2]
+
+
+def test_a_failing_member_shows_without_colour(kube: KubeServer, federator: Plugin) -> None:
+    refused = "Cannot connect to host orders-weu.servicebus.windows.net:5671 " + "word " * 60 + "END"
+    probes = [probe("weu", 5, healthy=False, message=refused), probe("neu", 5)]
+    no_replication = cond(
+        "LosslessFailover", "Unknown", "NoReplication", "no ReplicationTask copies an event hub from weu"
+    )
+    create(kube, group(mode="automatic"), group_status(probes, no_replication))
+    text = federator("status", "orders", env=NARROW).stdout
+    header = text.splitlines()[0]
+    assert header.startswith("! FailoverGroup default/orders  Ready Active  automatic · Normal ·")
+    assert "failing probes: weu" in unwrapped(text.split("├──", 1)[0])
+    assert "✗ weu (primary)" in text and "probe failed 4 times in a row" in text and "✓ neu" in text
+    assert refused in unwrapped(text), "the probe's message whole"
+    # LosslessFailover Unknown (nothing to measure) is a fact, not progress: a healthy group is ✓.
+    create(kube, group("quiet"), group_status([probe("weu", 5), probe("neu", 5)], no_replication))
+    quiet = federator("status", "fg/quiet", env=NARROW).stdout
+    assert quiet.startswith("✓ FailoverGroup default/quiet  Ready Active")
+    assert "LosslessFailover=Unknown" in unwrapped(quiet)

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 
 from federator import __version__
-from federator.kube.client import ApiError, KubeClient, ResourceRef
+from federator.kube.client import ApiError, KubeClient, ResourceRef, _ssl_context
 from federator.kubectl.kubeconfig import Target
 from federator.planning.task import MANAGED_BY
 from federator_contract.api.kinds import BY_KIND, KINDS, Kind
@@ -20,6 +20,7 @@ from federator_contract.api.kinds import BY_KIND, KINDS, Kind
 Obj = dict[str, Any]
 
 PODS = ResourceRef("v1", "pods")
+NAMESPACES = ResourceRef("v1", "namespaces")
 EVENTS = ResourceRef("v1", "events")
 CONFIGMAPS = ResourceRef("v1", "configmaps")
 SECRETS = ResourceRef("v1", "secrets")
@@ -51,12 +52,23 @@ def kind_named(word: str) -> Kind:
     raise PluginError(f"unknown kind {word!r}: use one of {names}")
 
 
-def parse_reference(text: str) -> tuple[Kind, str]:
-    """`KIND/NAME` → (kind, name)."""
+def parse_reference(text: str) -> tuple[Kind | None, str]:
+    """`KIND/NAME` → (kind, name); a bare `NAME` → (None, name): any of our kinds, as kubectl plugins
+    take a bare name."""
     kind, slash, name = text.partition("/")
-    if not slash or not name:
-        raise PluginError(f"{text!r} is not KIND/NAME (e.g. fg/orders, sbm/orders, rt/orders-archive)")
+    if not slash:
+        return None, text
+    if not name or not kind or "/" in name:
+        raise PluginError(f"{text!r} is neither NAME nor KIND/NAME (e.g. orders, fg/orders, rt/archive)")
     return kind_named(kind), name
+
+
+def group_name(text: str) -> str:
+    """A FailoverGroup given as `NAME` or `fg/NAME` (any spelling of the kind)."""
+    kind, name = parse_reference(text)
+    if kind is not None and kind is not BY_KIND["FailoverGroup"]:
+        raise PluginError(f"{text!r} is a {kind.singular}, not a FailoverGroup")
+    return name
 
 
 @dataclass
@@ -77,17 +89,21 @@ class Cluster:
     @classmethod
     @asynccontextmanager
     async def connect(cls, target: Target) -> AsyncIterator[Cluster]:
-        client = KubeClient.from_connection_info(
-            target.connection, user_agent=f"kubectl-federator/{__version__}"
-        )
+        client = KubeClient(target.connection.server, _session(target))
         try:
             yield cls(client, target)
         finally:
             await client.close()
 
-    async def items(self, ref: ResourceRef, namespace: str | None, selector: str | None = None) -> list[Obj]:
+    async def items(
+        self, ref: ResourceRef, namespace: str | None, selector: str | None = None, required: bool = True
+    ) -> list[Obj]:
+        """The objects (None: of every namespace). A list the cluster does not serve is an error when
+        `required` (Federator's CRDs are not installed: not the same as none found), else empty."""
         query = f"?labelSelector={urllib.parse.quote(selector)}" if selector else ""
         listing = await self._call(self.client.get, ref.path(namespace) + query)
+        if listing is None and required:
+            raise PluginError(_not_served(ref, self.target))
         items = (listing or {}).get("items") or []
         kind = _item_kind(listing)
         # Items of a list carry no apiVersion/kind of their own; a support bundle or `-o yaml` wants them.
@@ -121,16 +137,78 @@ class Cluster:
     async def events(self, namespace: str | None) -> list[Obj]:
         return await self.items(EVENTS, namespace)
 
+    async def require_namespace(self, name: str | None) -> None:
+        """A namespace that does not exist is an error, not an empty one (without the right to read
+        namespaces, it is taken to exist)."""
+        if name is None:
+            return
+        try:
+            found = await self._call(self.client.get, NAMESPACES.path(None, name))
+        except PluginError:
+            return
+        if found is None:
+            raise PluginError(f"namespace {name} not found (context {self.target.context})")
+
+    async def require(self, kind: Kind, namespace: str, name: str) -> Obj:
+        """One of our objects; its absence explained: no CRDs, no namespace, or no such object."""
+        ref = ref_of(kind)
+        found = await self.get(ref, namespace, name)
+        if found is not None:
+            return found
+        await self.items(ref, namespace)  # raises when the kind is not served
+        await self.require_namespace(namespace)
+        raise PluginError(f"{kind.kind} {name} not found in namespace {namespace}")
+
     async def _call(self, method: Any, *args: Any) -> Any:
+        server, context = self.target.connection.server, self.target.context
         try:
             return await method(*args)
         except ApiError as err:
             raise PluginError(_explain(err, self.target)) from None
-        except aiohttp.ClientError as err:
+        except TimeoutError:
             raise PluginError(
-                f"cannot reach the API server {self.target.connection.server} "
-                f"(context {self.target.context}): {err}"
+                f"the API server {server} (context {context}) did not answer within "
+                f"{self.target.request_timeout:g}s (--request-timeout)"
             ) from None
+        except aiohttp.ClientError as err:
+            raise PluginError(f"cannot reach the API server {server} (context {context}): {err}") from None
+        except ValueError as err:  # a body that is not JSON: something else listens there
+            raise PluginError(
+                f"{server} (context {context}) does not answer as a Kubernetes API server: {err}"
+            ) from None
+
+
+def _session(target: Target) -> aiohttp.ClientSession:
+    """An HTTP session as kubectl would open it: credentials, TLS, impersonation, the request timeout."""
+    info = target.connection
+    headers: dict[str, str] = {"Accept": "application/json", "User-Agent": f"kubectl-federator/{__version__}"}
+    if info.token:
+        headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
+    # Impersonate-Group repeats: one header per group, as client-go sends them.
+    repeated = list(headers.items()) + [
+        (name, one)
+        for name, value in target.headers.items()
+        for one in ([value] if isinstance(value, str) else value)
+    ]
+    try:
+        context = _ssl_context(info) if info.server.startswith("https://") else False
+    except (OSError, ValueError) as err:  # ssl.SSLError is an OSError
+        raise PluginError(f"cannot use the TLS settings of context {target.context}: {err}") from None
+    return aiohttp.ClientSession(
+        headers=repeated,
+        auth=aiohttp.BasicAuth(info.username, info.password or "") if info.username else None,
+        connector=aiohttp.TCPConnector(ssl=context),
+        timeout=aiohttp.ClientTimeout(total=target.request_timeout),
+    )
+
+
+def _not_served(ref: ResourceRef, target: Target) -> str:
+    if ref.api_version.startswith("federator.io/"):
+        return (
+            f"the cluster of context {target.context} does not serve {ref.plural}.{ref.api_version}: "
+            "Federator's CRDs are not installed there (kubectl apply -f crds/, or install the chart)"
+        )
+    return f"the cluster of context {target.context} does not serve {ref.plural} ({ref.api_version})"
 
 
 def _item_kind(listing: Obj | None) -> str:

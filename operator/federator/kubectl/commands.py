@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from rich.console import RenderableType
@@ -16,31 +15,43 @@ from rich.rule import Rule
 from federator.kubectl import lag as lag_view
 from federator.kubectl import output
 from federator.kubectl import status as status_view
-from federator.kubectl.cluster import Cluster, PluginError, Snapshot, parse_reference
+from federator.kubectl.cluster import Cluster, PluginError, Snapshot, group_name, parse_reference
 from federator.kubectl.kubeconfig import Target
 from federator.kubectl.model import following_groups, meta
 from federator_contract.api.kinds import BY_KIND
 
 MIRROR_LABEL = status_view.MIRROR_LABEL
+_OUR_KINDS = "FailoverGroups, ServiceBusMirrors or ReplicationTasks"
 
 
 async def read(cluster: Cluster, reference: str | None, all_namespaces: bool) -> Snapshot:
-    """Everything in the namespace (or all), or one object and what belongs to it."""
+    """Everything in the namespace (or all), or one object and what belongs to it. A namespace that does
+    not exist is an error, not an empty one."""
     namespace = None if all_namespaces else cluster.target.namespace
     snapshot = await cluster.snapshot(namespace)
     if reference is None:
+        if not (snapshot.groups or snapshot.mirrors or snapshot.tasks):
+            await cluster.require_namespace(namespace)
         return snapshot
     kind, name = parse_reference(reference)
     listed = {
-        "FailoverGroup": snapshot.groups,
-        "ServiceBusMirror": snapshot.mirrors,
-        "ReplicationTask": snapshot.tasks,
-    }[kind.kind]
-    found = [o for o in listed if meta(o)[1] == name]
+        BY_KIND["FailoverGroup"]: snapshot.groups,
+        BY_KIND["ServiceBusMirror"]: snapshot.mirrors,
+        BY_KIND["ReplicationTask"]: snapshot.tasks,
+    }
+    found = [(k, o) for k, objs in listed.items() if kind in (None, k) for o in objs if meta(o)[1] == name]
     if not found:
-        where = "any namespace" if all_namespaces else f"namespace {cluster.target.namespace}"
+        await cluster.require_namespace(namespace)
+        where = scope(cluster, all_namespaces)
+        if kind is None:
+            raise PluginError(
+                f"no FailoverGroup, ServiceBusMirror or ReplicationTask named {name} in {where}"
+            )
         raise PluginError(f"{kind.singular} {name} not found in {where}")
-    obj = found[0]
+    if len(found) > 1:
+        which = ", ".join(f"{k.short_names[0]}/{name} in namespace {meta(o)[0]}" for k, o in found)
+        raise PluginError(f"{name} is ambiguous: {which}; say which with KIND/NAME and -n")
+    kind, obj = found[0]
     ns = meta(obj)[0]
     tasks = [t for t in snapshot.tasks if meta(t)[0] == ns]
     if kind is BY_KIND["FailoverGroup"]:
@@ -57,6 +68,10 @@ async def read(cluster: Cluster, reference: str | None, all_namespaces: bool) ->
     return Snapshot(tasks=[obj], spark_pods=snapshot.spark_pods)
 
 
+def scope(cluster: Cluster, all_namespaces: bool) -> str:
+    return "any namespace" if all_namespaces else f"namespace {cluster.target.namespace}"
+
+
 async def show_status(
     target: Target, reference: str | None, all_namespaces: bool, fmt: str, watch: bool, interval: float
 ) -> None:
@@ -64,7 +79,7 @@ async def show_status(
 
         async def frame() -> tuple[Any, RenderableType]:
             data = status_view.build(await read(cluster, reference, all_namespaces))
-            return data, status_view.render(data)
+            return data, status_view.render(data, where=scope(cluster, all_namespaces))
 
         await _show(frame, fmt, watch, interval)
 
@@ -75,7 +90,8 @@ async def show_lag(target: Target, all_namespaces: bool, fmt: str, watch: bool, 
         async def frame() -> tuple[Any, RenderableType]:
             snapshot = await read(cluster, None, all_namespaces)
             found = lag_view.rows(snapshot.tasks)
-            return found, lag_view.table(found, all_namespaces)
+            where = scope(cluster, all_namespaces)
+            return found, lag_view.table(found, all_namespaces, wide=fmt == "wide", where=where)
 
         await _show(frame, fmt, watch, interval)
 
@@ -84,6 +100,7 @@ async def _show(
     frame: Callable[[], Awaitable[tuple[Any, RenderableType]]], fmt: str, watch: bool, interval: float
 ) -> None:
     out = output.console()
+    fmt = "text" if fmt == "wide" else fmt  # the table's columns are chosen in frame()
     data, drawing = await frame()
     if not watch:
         _print(out, data, drawing, fmt)
@@ -107,7 +124,7 @@ async def _show(
 
 def _print(out: Any, data: Any, drawing: RenderableType, fmt: str) -> None:
     if fmt == "text":
-        out.print(drawing)
+        out.print(drawing, crop=False)  # a table wider than the terminal runs on, as kubectl's
     else:
         output.dump(data, fmt, out)
     out.file.flush()
@@ -124,11 +141,12 @@ async def switch(
 ) -> None:
     from federator.kubectl.failover import run_switch
 
+    name = group_name(group)
     async with Cluster.connect(target) as cluster:
-        await run_switch(cluster, group, member, planned=planned, yes=yes, wait=follow, timeout=timeout)
+        await run_switch(cluster, name, member, planned=planned, yes=yes, wait=follow, timeout=timeout)
 
 
-async def write_report(target: Target, out: Path, all_namespaces: bool, tail: int) -> None:
+async def write_report(target: Target, out: str | None, all_namespaces: bool, tail: int) -> None:
     from federator.kubectl.report import collect
 
     async with Cluster.connect(target) as cluster:
@@ -136,12 +154,22 @@ async def write_report(target: Target, out: Path, all_namespaces: bool, tail: in
 
 
 async def draw(target: Target, reference: str | None, all_namespaces: bool, fmt: str) -> None:
-    from federator.topology import build, render
+    from federator.topology import GraphvizMissing, build, render
 
     async with Cluster.connect(target) as cluster:
         snapshot = await read(cluster, reference, all_namespaces)
+        where = scope(cluster, all_namespaces)
     objects = [*snapshot.groups, *snapshot.mirrors, *_not_generated(snapshot)]
-    output.console().file.write(render(build(objects), fmt))
+    if not objects:
+        # As `kubectl get` with nothing to show: a note on stderr, no picture of nothing on stdout.
+        note = f"No {_OUR_KINDS} found in {where}: nothing to draw."
+        output.console(stderr=True).print(note, soft_wrap=True)
+        return
+    try:
+        picture = render(build(objects), fmt)
+    except GraphvizMissing as problem:
+        raise PluginError(str(problem)) from None
+    output.console().file.write(picture)
 
 
 def _not_generated(snapshot: Snapshot) -> list[dict[str, Any]]:

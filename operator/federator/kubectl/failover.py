@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
-from rich.prompt import Confirm
 from rich.text import Text
 
 from federator.kube.client import JSON_PATCH, MERGE_PATCH
@@ -348,9 +347,7 @@ async def run_switch(
 ) -> None:
     out = output.console()
     ns = cluster.target.namespace
-    found = await cluster.get(GROUPS, ns, group)
-    if found is None:
-        raise PluginError(f"FailoverGroup {group} not found in namespace {ns}")
+    found = await cluster.require(BY_KIND["FailoverGroup"], ns, group)
     tasks = await cluster.items(TASKS, ns)
     try:
         plan = plan_switch(found, member, tasks, planned)
@@ -363,21 +360,35 @@ async def run_switch(
         raise PluginError("nothing changed")
     started = time.monotonic()
     deadline = started + (timeout or _default_timeout(plan))
+    generation = None
     for index, patch in enumerate(plan.patches):
-        await cluster.patch(GROUPS, ns, group, patch.body, patch.content_type)
+        written = await cluster.patch(GROUPS, ns, group, patch.body, patch.content_type)
+        generation = (written.get("metadata") or {}).get("generation")
         out.print(Text(f"requested: {patch.describe}", style="green"))
         if index < len(plan.patches) - 1:
-            await follow(cluster, plan, started, deadline, until_requested=patch.requested)
+            await follow(
+                cluster, plan, started, deadline, until_requested=patch.requested, generation=generation
+            )
     if wait:
-        await follow(cluster, plan, started, deadline)
+        await follow(cluster, plan, started, deadline, generation=generation)
+
+
+_YES, _NO = {"y", "yes"}, {"n", "no", ""}
 
 
 def _confirmed(out: Console) -> bool:
-    try:
-        return Confirm.ask("Proceed?", console=out, default=False)
-    except EOFError:  # no terminal and nothing piped in: no consent
-        out.print()
-        return False
+    """`y`/`yes` go on, `n`/`no` or just Enter do not (any case); anything else is asked again."""
+    while True:
+        out.print("Proceed? [y/N]: ", end="", markup=False)
+        out.file.flush()
+        try:
+            answer = input().strip().lower()
+        except EOFError:  # no terminal and nothing piped in: no consent
+            out.print()
+            return False
+        if answer in _YES | _NO:
+            return answer in _YES
+        out.print("Please answer yes or no.")
 
 
 def _default_timeout(plan: SwitchPlan) -> float:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 GROUPS = ref_of(BY_KIND["FailoverGroup"])
 TASKS = ref_of(BY_KIND["ReplicationTask"])
 POLL_SECONDS = 1.0
+UNSEEN_GRACE_SECONDS = 10.0
 
 
 class _Progress:
@@ -30,6 +31,8 @@ class _Progress:
         self.wall_start = time.time()
         self.seen: dict[str, Any] = {}
         self.events: set[tuple[str, Any]] = set()
+        self.last_warning = ""
+        """The latest Warning Event about the group: why a switch did not hold."""
         self.out = output.console()
 
     def say(self, key: str, value: Any, text: str, style: str = "") -> None:
@@ -40,12 +43,20 @@ class _Progress:
 
 
 async def follow(
-    cluster: Cluster, plan: SwitchPlan, started: float, deadline: float, until_requested: str | None = None
+    cluster: Cluster,
+    plan: SwitchPlan,
+    started: float,
+    deadline: float,
+    until_requested: str | None = None,
+    generation: int | None = None,
 ) -> None:
     """Return once the switch completed (or, with `until_requested`, once the operator recorded that
-    request); raise PluginError when the group stalls, disappears, or the deadline passes."""
+    request); raise PluginError when the group stalls, disappears, the operator does not act on the
+    request (`generation`: the group's generation the request made), switches elsewhere, or the deadline
+    passes."""
     progress = _Progress(started)
     final_request = plan.patches[-1].requested if plan.patches else None
+    unseen_deadline = started + _unseen_grace(plan)
     while True:
         group = await cluster.get(GROUPS, plan.namespace, plan.group)
         if group is None:
@@ -56,18 +67,71 @@ async def follow(
         stalled = condition(group, "Stalled")
         if stalled is not None and stalled.status == "True":
             raise PluginError(f"the group is Stalled ({stalled.reason}): {stalled.message}")
+        seen = generation is None or _observed(status) >= generation
         requested = status.get("requestedMember")
-        if until_requested is not None:
+        if not seen:
+            if time.monotonic() >= unseen_deadline:
+                raise PluginError(_unseen_message(plan, status, generation, time.monotonic() - started))
+        elif until_requested is not None:
             if requested == until_requested:
                 return
-        elif (final_request is None or requested == final_request) and _arrived(plan, status):
-            pending = await _report_tasks(progress, cluster, plan)
-            if not pending:
-                progress.say("done", True, f"done: producers and consumers use {plan.target}", "bold green")
-                return
+        elif final_request is None or requested == final_request:
+            if _arrived(plan, status):
+                pending = await _report_tasks(progress, cluster, plan)
+                if not pending:
+                    progress.say(
+                        "done", True, f"done: producers and consumers use {plan.target}", "bold green"
+                    )
+                    return
+            elif _settled_elsewhere(plan, status):
+                raise PluginError(_undone_message(plan, status, progress))
         if time.monotonic() >= deadline:
             raise PluginError(_timeout_message(plan, status, progress))
         await asyncio.sleep(POLL_SECONDS)
+
+
+def _observed(status: Obj) -> int:
+    value = status.get("observedGeneration")
+    return value if isinstance(value, int) else 0
+
+
+def _unseen_grace(plan: SwitchPlan) -> float:
+    """How long the operator may take to act on a request: a spec change wakes the group at once, so a
+    couple of probe rounds is generous."""
+    return 2 * plan.period_seconds + UNSEEN_GRACE_SECONDS
+
+
+def _settled_elsewhere(plan: SwitchPlan, status: Obj) -> bool:
+    """The operator acted on the request, and producers and consumers rest on another member: no move
+    under way (FailingBack), no planned switch waiting."""
+    producer, consumer = status.get("producerMember"), status.get("consumerMember")
+    return (
+        producer == consumer != plan.target
+        and status.get("phase") != "FailingBack"
+        and not status.get("pendingSwitch")
+    )
+
+
+def _watch_hint(plan: SwitchPlan) -> str:
+    return f"`kubectl federator status fg/{plan.group} -n {plan.namespace} --watch`"
+
+
+def _unseen_message(plan: SwitchPlan, status: Obj, generation: int | None, waited: float) -> str:
+    return (
+        f"the operator has not acted on the request in {waited:.0f}s (the group's status is of generation "
+        f"{status.get('observedGeneration', 'none')}, the request made {generation}): is it running? "
+        f"The request stays in spec.activeMember and is carried out when it runs; watch it with "
+        f"{_watch_hint(plan)}"
+    )
+
+
+def _undone_message(plan: SwitchPlan, status: Obj, progress: _Progress) -> str:
+    why = f"; last Event {progress.last_warning}" if progress.last_warning else ""
+    return (
+        f"the switch to {plan.target} did not hold: the operator has producers and consumers on "
+        f"{status.get('producerMember')} (phase {status.get('phase')}){why}. See "
+        f"`kubectl federator status fg/{plan.group} -n {plan.namespace}`"
+    )
 
 
 def _arrived(plan: SwitchPlan, status: Obj) -> bool:
@@ -113,7 +177,10 @@ async def _report_events(progress: _Progress, cluster: Cluster, plan: SwitchPlan
             continue
         progress.events.add(key)
         style = "bold yellow" if event.get("type") == "Warning" else "cyan"
-        progress.say(f"event:{key}", True, f"Event {event.get('reason')}: {event.get('message')}", style)
+        text = f"{event.get('reason')}: {event.get('message')}"
+        if event.get("type") == "Warning":
+            progress.last_warning = text
+        progress.say(f"event:{key}", True, f"Event {text}", style)
 
 
 async def _report_tasks(progress: _Progress, cluster: Cluster, plan: SwitchPlan) -> list[str]:
@@ -156,7 +223,7 @@ def _timeout_message(plan: SwitchPlan, status: Obj, progress: _Progress) -> str:
         return (
             f"the switch did not complete in time: producers on {status.get('producerMember')}, consumers on "
             f"{status.get('consumerMember')}{detail}. It goes on in the operator; watch it with "
-            f"`kubectl federator status fg/{plan.group} --watch`"
+            f"{_watch_hint(plan)}"
         )
     waiting = [
         k.removeprefix("task:")

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import kopf
 import yaml
+
+from federator.kubectl.flags import DEFAULT_REQUEST_TIMEOUT_SECONDS, ClientOptions
 
 EXEC_TIMEOUT_SECONDS = 60
 
@@ -31,35 +34,62 @@ class Target:
     connection: kopf.ConnectionInfo
     namespace: str
     context: str
+    headers: Mapping[str, str | list[str]] = field(default_factory=dict)
+    """Sent with every request (impersonation)."""
+    request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT_SECONDS
+    """Seconds one request may take; None: no limit."""
 
 
-def load(kubeconfig: Path | None = None, context: str | None = None, namespace: str | None = None) -> Target:
-    paths = _paths(kubeconfig)
-    merged = _merge(paths)
-    name = context or merged.current_context
-    if not name:
+def load(
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    namespace: str | None = None,
+    options: ClientOptions | None = None,
+) -> Target:
+    """The connection for `context` (default: the current one), with kubectl's generic options applied
+    on top as kubectl applies them (`--cluster`, `--user`, `--server`, `--token`, ...)."""
+    options = options or ClientOptions()
+    paths = _paths(Path(options.kubeconfig) if options.kubeconfig else kubeconfig)
+    merged = _merge(paths, required=not options.server)
+    name = options.context or context or merged.current_context
+    if not name and not options.server:
         raise KubeconfigError(f"no current context in {_names(paths)}: pass --context")
-    ctx = merged.contexts.get(name)
+    ctx = merged.contexts.get(name or "") if name else {}
     if ctx is None:
         raise KubeconfigError(f"context {name!r} not found in {_names(paths)}")
-    cluster = merged.clusters.get(ctx.get("cluster", ""))
-    if cluster is None:
-        raise KubeconfigError(f"context {name!r} names cluster {ctx.get('cluster')!r}, which is not defined")
-    user = merged.users.get(ctx.get("user", ""), {})
-    server = cluster.get("server")
+    cluster_name = options.cluster or ctx.get("cluster", "")
+    cluster = merged.clusters.get(cluster_name)
+    if cluster is None and (options.cluster or not options.server):
+        raise KubeconfigError(f"cluster {cluster_name!r} is not defined in {_names(paths)}")
+    cluster = cluster or {}
+    user_name = options.user or ctx.get("user", "")
+    if options.user and options.user not in merged.users:
+        raise KubeconfigError(f"user {options.user!r} is not defined in {_names(paths)}")
+    user = merged.users.get(user_name, {})
+    server = options.server or cluster.get("server")
     if not server:
-        raise KubeconfigError(f"cluster {ctx.get('cluster')!r} has no server")
-    credentials = _credentials(user, merged.origin.get(("user", ctx.get("user", "")), Path.cwd()), cluster)
-    cluster_dir = merged.origin.get(("cluster", ctx.get("cluster", "")), Path.cwd())
+        raise KubeconfigError(f"cluster {cluster_name!r} has no server")
+    if options.insecure_skip_tls_verify and options.certificate_authority:
+        raise KubeconfigError("--certificate-authority and --insecure-skip-tls-verify exclude each other")
+    base = merged.origin.get(("user", user_name), Path.cwd())
+    credentials = _credentials(user, base, cluster, options)
+    cluster_dir = merged.origin.get(("cluster", cluster_name), Path.cwd())
     connection = kopf.ConnectionInfo(
         server=server,
-        ca_path=_path(cluster.get("certificate-authority"), cluster_dir),
-        ca_data=cluster.get("certificate-authority-data"),
-        insecure=cluster.get("insecure-skip-tls-verify"),
+        ca_path=_path(options.certificate_authority, Path.cwd())
+        or _path(cluster.get("certificate-authority"), cluster_dir),
+        ca_data=None if options.certificate_authority else cluster.get("certificate-authority-data"),
+        insecure=options.insecure_skip_tls_verify or cluster.get("insecure-skip-tls-verify"),
         default_namespace=ctx.get("namespace"),
         **credentials,
     )
-    return Target(connection, namespace or ctx.get("namespace") or "default", name)
+    return Target(
+        connection,
+        namespace or ctx.get("namespace") or "default",
+        name or "(none)",
+        headers=options.impersonation_headers(),
+        request_timeout=options.request_timeout,
+    )
 
 
 @dataclass
@@ -86,7 +116,7 @@ def _names(paths: list[Path]) -> str:
     return ", ".join(str(p) for p in paths)
 
 
-def _merge(paths: list[Path]) -> _Merged:
+def _merge(paths: list[Path], required: bool = True) -> _Merged:
     merged = _Merged(None, {}, {}, {}, {})
     readable = 0
     for path in paths:
@@ -106,10 +136,10 @@ def _merge(paths: list[Path]) -> _Merged:
             ("users", "user", merged.users),
         ):
             for item in config.get(section) or []:
-                if isinstance(item, dict) and item.get("name") not in store:
+                if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"] not in store:
                     store[item["name"]] = item.get(key) or {}
                     merged.origin[(key, item["name"])] = path.parent.resolve()
-    if not readable:
+    if not readable and required:
         raise KubeconfigError(f"no kubeconfig found ({_names(paths)}): pass --kubeconfig or set KUBECONFIG")
     return merged
 
@@ -120,10 +150,25 @@ def _path(value: str | None, base: Path) -> str | None:
     return str((base / Path(value).expanduser()).resolve())
 
 
-def _credentials(user: dict[str, Any], base: Path, cluster: dict[str, Any]) -> dict[str, Any]:
+def _credentials(
+    user: dict[str, Any], base: Path, cluster: dict[str, Any], options: ClientOptions
+) -> dict[str, Any]:
+    if options.token:  # given on the command line: it replaces the kubeconfig's, exec plugins included
+        user = {k: v for k, v in user.items() if k not in {"exec", "tokenFile", "auth-provider"}}
+        user["token"] = options.token
+    if options.username:
+        user = {**user, "username": options.username, "password": options.password}
+    if options.client_certificate or options.client_key:
+        user = {k: v for k, v in user.items() if k not in {"client-certificate-data", "client-key-data"}}
+        user["client-certificate"] = _path(options.client_certificate, Path.cwd())
+        user["client-key"] = _path(options.client_key, Path.cwd())
     token = user.get("token")
     if not token and user.get("tokenFile"):
-        token = Path(_path(user["tokenFile"], base) or "").read_text(encoding="utf-8").strip()
+        path = Path(_path(user["tokenFile"], base) or "")
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except OSError as err:
+            raise KubeconfigError(f"cannot read the tokenFile {path}: {err.strerror}") from None
     found: dict[str, Any] = {
         "token": token or (user.get("auth-provider") or {}).get("config", {}).get("access-token"),
         "username": user.get("username"),

@@ -24,6 +24,13 @@ _POSITIVE = {
 # Conditions whose True is abnormal: kstatus's Reconciling/Stalled, and FailedOver (the group is not where
 # it is meant to be).
 _ABNORMAL_TRUE = {"Reconciling": NOTE, "Stalled": ERROR, "FailedOver": NOTE}
+# Facts rather than progress: Unknown says there is nothing to measure (no task copies into a member),
+# not that something is under way; False is worth a look.
+_FACTS = {"LosslessFailover"}
+# The operator rewrites an unchanged probe result this often (failover/state.py, PROBE_STATUS_REFRESH).
+PROBE_STATUS_REFRESH_SECONDS = 60
+# A lag figure is of the last batch: older than this, it may no longer be the task's lag.
+STALE_BATCH_SECONDS = 300
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,8 @@ class ConditionView:
     def severity(self) -> int:
         if self.type in _ABNORMAL_TRUE:
             return _ABNORMAL_TRUE[self.type] if self.status == "True" else OK
+        if self.type in _FACTS:
+            return NOTE if self.status == "False" else OK
         if self.status == "True":
             return OK
         if self.type in _POSITIVE:
@@ -190,6 +199,24 @@ def ago(value: Any, now: datetime | None = None) -> str:
     if when is None:
         return ""
     return f"{duration((now or datetime.now(UTC)) - when)} ago"
+
+
+def age_seconds(value: Any, now: datetime) -> float | None:
+    when = parse_time(value)
+    return None if when is None else (now - when).total_seconds()
+
+
+def stale_batch(last_batch_time: Any, now: datetime) -> bool:
+    """The task's figures are of a batch long past: no batch for STALE_BATCH_SECONDS."""
+    age = age_seconds(last_batch_time, now)
+    return age is not None and age > STALE_BATCH_SECONDS
+
+
+def stale_probe(probe: Obj, period_seconds: int, now: datetime) -> bool:
+    """A probe result older than the operator's refresh of unchanged results plus a few probe periods: no
+    one has probed since (is the operator running?)."""
+    age = age_seconds(probe.get("lastProbeTime"), now)
+    return age is not None and age > PROBE_STATUS_REFRESH_SECONDS + 3 * period_seconds
 
 
 def duration(delta: Any) -> str:

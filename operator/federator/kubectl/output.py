@@ -7,13 +7,16 @@ import json
 import os
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.text import Text
 
 from federator import plainyaml
 from federator.kubectl.model import ERROR, NOTE, OK, WARNING, ConditionView
 
+_UNLIMITED = 10_000
 STYLES = {OK: "green", NOTE: "yellow", WARNING: "yellow", ERROR: "bold red"}
 MARKS = {OK: "✓", NOTE: "…", WARNING: "!", ERROR: "✗"}
 
@@ -31,6 +34,30 @@ def _is_terminal(stderr: bool) -> bool:
         return os.isatty(stream)
     except OSError:
         return False
+
+
+class Unbounded:
+    """A table drawn at its natural width whatever the terminal's, so that no column is dropped or cut
+    (the terminal wraps a long row, as it does kubectl's); trailing blanks are left out."""
+
+    def __init__(self, inner: RenderableType) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        natural = Measurement.get(console, options.update_width(_UNLIMITED), self.inner).maximum
+        wide = options.update_width(max(natural, 1))
+        for line in console.render_lines(self.inner, wide, pad=False):
+            yield from _rstrip(line)
+            yield Segment.line()
+
+
+def _rstrip(line: list[Segment]) -> list[Segment]:
+    while line and not line[-1].control and not line[-1].text.rstrip():
+        line = line[:-1]
+    if line and not line[-1].control:
+        last = line[-1]
+        line = [*line[:-1], Segment(last.text.rstrip(), last.style)]
+    return line
 
 
 def mark(severity: int) -> Text:

@@ -46,6 +46,9 @@ _SECRET_KEY = re.compile(
 _NOT_SECRETS = re.compile(r"(?i)^(?:.*(?:ref|name|names|path|file|kind|type)|secretenv|tokenfile)$")
 
 
+_NAMES_ONLY = {"secretEnv", "configMapFiles"}
+
+
 class Redactor:
     def __init__(self, known: dict[str, str] | None = None) -> None:
         """`known`: secret value → where it comes from (`secret/orders-weu/connectionString`)."""
@@ -80,7 +83,9 @@ class Redactor:
                 }
             if _is_secret_env(value):
                 value = {**value, "value": MARK}
-            return {k: self.object(v, k) for k, v in value.items()}
+            # Under a names-only key (a task config's `secretEnv`: Secret/key → variable name) the
+            # values are names whatever their keys look like; text patterns still apply.
+            return {k: self.object(v, "" if key in _NAMES_ONLY else k) for k, v in value.items()}
         if isinstance(value, list):
             return [self.object(v, key) for v in value]
         if isinstance(value, str):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import sys
 import urllib.parse
 import zipfile
 from datetime import UTC, datetime
@@ -66,10 +67,15 @@ class Bundle:
         self.files[path] = json.dumps(self.redactor.object(data), indent=2, default=str)
 
 
-async def collect(cluster: Cluster, out: Path, namespace: str | None, tail: int) -> None:
+async def collect(cluster: Cluster, out: str | None, namespace: str | None, tail: int) -> None:
+    """Write the bundle to `out`: a file, a directory (a file named by the time in it), `-` (standard
+    output) or None (a file named by the time, here)."""
     console = output.console(stderr=True)
+    path = destination(out)
     snapshot = await cluster.snapshot(namespace)
     ours = [*snapshot.groups, *snapshot.mirrors, *snapshot.tasks]
+    if not ours:
+        await cluster.require_namespace(namespace)
     namespaces = sorted({meta(o)[0] for o in ours} | ({namespace} if namespace else set()))
     secrets = await _referenced_secrets(cluster, ours)
     bundle = Bundle(Redactor(_secret_values(secrets)))
@@ -91,10 +97,11 @@ async def collect(cluster: Cluster, out: Path, namespace: str | None, tail: int)
         if ((pod.get("metadata") or {}).get("labels") or {}).get("spark-role") == "driver":
             await _logs(cluster, bundle, pod, "spark", tail)
     bundle.add_text("README.txt", _readme(cluster, namespace, bundle))
-    _write(out, bundle)
+    _write(path, bundle)
     console.print(
-        f"wrote {output.safe(out)}: {len(bundle.files)} files"
-        + (f", {len(bundle.problems)} not collected (see README.txt)" if bundle.problems else "")
+        f"wrote {output.safe(path or 'the bundle to standard output')}: {len(bundle.files)} files"
+        + (f", {len(bundle.problems)} not collected (see README.txt)" if bundle.problems else ""),
+        soft_wrap=True,
     )
 
 
@@ -103,7 +110,7 @@ async def _children(cluster: Cluster, namespaces: list[str], snapshot: Snapshot)
     for ns in namespaces:
         found += await cluster.items(CONFIGMAPS, ns, MANAGED_SELECTOR)
         for ref in SPARK_APPLICATIONS:
-            found += await cluster.items(ref, ns, MANAGED_SELECTOR)
+            found += await cluster.items(ref, ns, MANAGED_SELECTOR, required=False)
     # A group's endpoints ConfigMap carries no label of ours everywhere: fetched by name.
     for group in snapshot.groups:
         ns, name = meta(group)
@@ -268,10 +275,36 @@ def _readme(cluster: Cluster, namespace: str | None, bundle: Bundle) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write(out: Path, bundle: Bundle) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path, text in sorted(bundle.files.items()):
-            archive.writestr(path, text)
-    partial.replace(out)
+def destination(out: str | None, now: datetime | None = None) -> Path | None:
+    """Where the zip goes (None: standard output), checked before anything is collected: a missing
+    directory is an error, never created."""
+    name = f"federator-report-{(now or datetime.now(UTC)).strftime('%Y%m%dT%H%M%SZ')}.zip"
+    if out == "-":
+        if sys.stdout.isatty():
+            raise PluginError("-o - writes a zip archive to standard output: redirect it to a file or a pipe")
+        return None
+    path = Path(out) if out else Path(name)
+    if path.is_dir():
+        path = path / name
+    if not path.parent.is_dir():
+        raise PluginError(f"cannot write {path}: the directory {path.parent} does not exist")
+    return path
+
+
+def _write(path: Path | None, bundle: Bundle) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, text in sorted(bundle.files.items()):
+            archive.writestr(name, text)
+    if path is None:
+        sys.stdout.buffer.write(buffer.getvalue())
+        sys.stdout.flush()
+        return
+    # Written beside, then renamed: a reader never sees half a bundle, and a failure leaves nothing.
+    partial = path.with_name(path.name + ".partial")
+    try:
+        partial.write_bytes(buffer.getvalue())
+        partial.replace(path)
+    except OSError as err:
+        partial.unlink(missing_ok=True)
+        raise PluginError(f"cannot write {path}: {err.strerror or err}") from None

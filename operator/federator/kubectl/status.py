@@ -16,8 +16,11 @@ from rich.tree import Tree
 from federator.kubectl import output
 from federator.kubectl.cluster import TASK_LABEL, Snapshot
 from federator.kubectl.model import (
+    ERROR,
+    NOTE,
     OK,
     SEVERITY_NAMES,
+    WARNING,
     ConditionView,
     Obj,
     ago,
@@ -28,6 +31,8 @@ from federator.kubectl.model import (
     meta,
     severity,
     spec_of,
+    stale_batch,
+    stale_probe,
     status_of,
     worst_first,
 )
@@ -107,8 +112,14 @@ def _group(group: Obj, tasks: list[dict[str, Any]]) -> dict[str, Any]:
                 "probe": probes.get(name),
             }
         )
+    failing = [m["name"] for m in members if m["probe"] is not None and not m["probe"].get("healthy")]
+    resource = _resource(group)
+    if failing and _LEVEL[resource["severity"]] < WARNING:
+        resource["severity"] = SEVERITY_NAMES[WARNING]  # it works, but a member is down: worth a look
     return {
-        **_resource(group),
+        **resource,
+        "failingMembers": failing,
+        "probePeriodSeconds": int((spec.get("probe") or {}).get("periodSeconds", 10)),
         "mode": spec.get("mode", "manual"),
         "phase": status.get("phase"),
         "primaryMember": spec.get("primaryMember"),
@@ -216,7 +227,7 @@ def _pod(pod: Obj) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------- drawing
 
 
-def render(data: dict[str, Any], now: datetime | None = None) -> RenderableType:
+def render(data: dict[str, Any], now: datetime | None = None, where: str = "") -> RenderableType:
     now = now or datetime.now(UTC)
     parts: list[RenderableType] = []
     parts += [_draw_group(g, now) for g in data["failoverGroups"]]
@@ -227,7 +238,8 @@ def render(data: dict[str, Any], now: datetime | None = None) -> RenderableType:
             _draw_task(tree, task, now)
         parts.append(tree)
     if not parts:
-        return Text("No FailoverGroups, ServiceBusMirrors or ReplicationTasks found.")
+        scope = f" in {where}" if where else ""
+        return Text(f"No FailoverGroups, ServiceBusMirrors or ReplicationTasks found{scope}.")
     return Group(*parts)
 
 
@@ -278,28 +290,13 @@ def _draw_conditions(tree: Tree, item: dict[str, Any]) -> None:
 
 def _draw_group(group: dict[str, Any], now: datetime) -> Tree:
     extra = f"{group['mode']} · {group['phase'] or 'not started'}"
+    if group["failingMembers"]:  # in words too: the header's colour alone says nothing with NO_COLOR
+        extra += f" · failing probes: {', '.join(group['failingMembers'])}"
     tree = Tree(_title(group, extra))
     _draw_conditions(tree, group)
     members = tree.add(Text("Members", style="bold"))
     for member in group["members"]:
-        line = Text.assemble(
-            (member["name"], "bold"), (" (primary)" if member["primary"] else ""), f"  {member['endpoint']}"
-        )
-        if member["roles"]:
-            line.append(f"  ← {' + '.join(member['roles'])}", style="bold magenta")
-        probe = member["probe"]
-        if probe is None:
-            line.append("  not probed yet", style="yellow")
-        elif probe.get("healthy"):
-            line.append("  probe ", style="dim")
-            line.append("healthy", style="green")
-            line.append(f" {ago(probe.get('lastProbeTime'), now)}", style="dim")
-        else:
-            line.append(
-                f"  probe failed {probe.get('consecutiveFailures', 0)} times in a row", style="bold red"
-            )
-            line.append(f" {ago(probe.get('lastProbeTime'), now)}: {probe.get('message', '')}")
-        members.add(line)
+        members.add(_member_line(member, group["probePeriodSeconds"], now))
     if group["drainPending"]:
         tree.add(
             Text(
@@ -313,6 +310,37 @@ def _draw_group(group: dict[str, Any], now: datetime) -> Tree:
         for task in group["tasks"]:
             _draw_task(tasks, task, now)
     return tree
+
+
+def _member_line(member: dict[str, Any], period: int, now: datetime) -> Text:
+    probe = member["probe"]
+    stale = probe is not None and stale_probe(probe, period, now)
+    level = NOTE if probe is None or stale else OK if probe.get("healthy") else ERROR
+    line = Text.assemble(
+        output.mark(level),
+        " ",
+        (member["name"], "bold"),
+        (" (primary)" if member["primary"] else ""),
+        f"  {member['endpoint']}",
+    )
+    if member["roles"]:
+        line.append(f"  ← {' + '.join(member['roles'])}", style="bold magenta")
+    if probe is None:
+        line.append("  not probed yet", style="yellow")
+        return line
+    when = ago(probe.get("lastProbeTime"), now)
+    if probe.get("healthy"):
+        line.append("  probe ", style="dim")
+        line.append("healthy", style="green")
+    else:
+        line.append(f"  probe failed {probe.get('consecutiveFailures', 0)} times in a row", style="bold red")
+    # Unchanged results are written once a minute, not at every probe: say how often it probes.
+    line.append(f" (every {period}s, recorded {when})", style="dim")
+    if stale:
+        line.append(" STALE: no probe recorded since; is the operator running?", style="bold yellow")
+    if not probe.get("healthy"):
+        line.append(f": {probe.get('message', '')}")
+    return line
 
 
 def _draw_mirror(mirror: dict[str, Any], now: datetime) -> Tree:
@@ -379,4 +407,6 @@ def _draw_task(parent: Tree, task: dict[str, Any], now: datetime) -> None:
         line.append(f" · {output.count(row['eventsReplicated'])} replicated")
         if row["lastBatchTime"]:
             line.append(f" · last batch {ago(row['lastBatchTime'], now)}", style="dim")
+        if stale_batch(row["lastBatchTime"], now):
+            line.append(" STALE: figures of that batch, none since", style="bold yellow")
         node.add(line)
