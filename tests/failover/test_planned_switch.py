@@ -103,8 +103,19 @@ def test_a_planned_switch_waits_for_the_replication_to_catch_up() -> None:
     assert group.state.producer == "weu"
     group.round([task("weu-to-neu", "w", "n", CAUGHT_UP)])
     assert (group.state.producer, group.state.consumer, group.state.pending_switch) == ("neu", "neu", None)
-    assert group.notes[-1][0] == "Switched" and "planned" in group.notes[-1][1]
+    assert group.notes[-1][0] == "Switched"
+    assert "planned: the replication to it had caught up" in group.notes[-1][1]
     assert group.state.last_loss is None
+
+
+def test_a_planned_switch_to_a_member_nothing_replicates_into_says_so() -> None:
+    group = Group(switching={"planned": True, "plannedTimeoutSeconds": 300})
+    group.request("neu")
+    group.round([])
+    assert (group.state.producer, group.state.consumer) == ("neu", "neu")
+    assert group.notes[-1][0] == "Switched"
+    assert "planned: nothing replicates into it" in group.notes[-1][1]
+    assert "caught up" not in group.notes[-1][1]
 
 
 def test_a_planned_switch_goes_after_its_timeout_and_records_what_it_left() -> None:

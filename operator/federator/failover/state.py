@@ -378,6 +378,15 @@ class _Machine:
         self.notes.append(Note(type_, reason, message))
 
 
+def _planned(cause: Cause, target: str, machine: _Machine) -> str:
+    """What a planned switch waited for: the replication into ``target`` (if any copies to it)."""
+    if cause != "planned":
+        return ""
+    if machine.replication is not None and machine.replication.get(target) is not None:
+        return "; planned: the replication to it had caught up"
+    return "; planned: nothing replicates into it"
+
+
 def _announcement(
     roles: Roles, source: str | None, target: str, cause: Cause, machine: _Machine, drain: Drain | None
 ) -> tuple[Literal["Normal", "Warning"], str, str]:
@@ -399,7 +408,7 @@ def _announcement(
             )
         case "requested" | "planned":
             unhealthy = "" if machine._healthy(target) else f"; warning: {target} failed its last probe"
-            planned = "; planned: the replication to it had caught up" if cause == "planned" else ""
+            planned = _planned(cause, target, machine)
             return "Normal", "Switched", f"{moved} (spec.activeMember){planned}{unhealthy}"
         case "plannedTimeout":
             timeout = machine.spec.switching.planned_timeout_seconds
