@@ -9,7 +9,7 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,18 +70,7 @@ class KubeClient:
     def from_connection_info(
         cls, info: kopf.ConnectionInfo, user_agent: str = "federator-operator"
     ) -> KubeClient:
-        headers = {"Accept": "application/json", "User-Agent": user_agent}
-        if info.token:
-            headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
-        auth = aiohttp.BasicAuth(info.username, info.password or "") if info.username else None
-        context: ssl.SSLContext | bool = False
-        if info.server.startswith("https://"):
-            context = _ssl_context(info)
-        connector = aiohttp.TCPConnector(ssl=context)
-        session = aiohttp.ClientSession(
-            headers=headers, auth=auth, connector=connector, timeout=aiohttp.ClientTimeout(total=30)
-        )
-        return cls(info.server, session)
+        return cls(info.server, open_session(info, user_agent))
 
     async def close(self) -> None:
         await self._session.close()
@@ -181,6 +170,28 @@ def _message(text: str) -> str:
     except ValueError:
         return text.strip()[:500]
     return str(payload.get("message", "")) if isinstance(payload, dict) else ""
+
+
+def open_session(
+    info: kopf.ConnectionInfo,
+    user_agent: str,
+    extra_headers: Iterable[tuple[str, str]] = (),
+    timeout: float | None = 30,
+) -> aiohttp.ClientSession:
+    """An HTTP session with the connection's credentials and TLS; ``extra_headers`` may repeat a name
+    (client-go sends one Impersonate-Group header per group). Raises OSError or ValueError for TLS
+    settings that cannot be used."""
+    headers = [("Accept", "application/json"), ("User-Agent", user_agent)]
+    if info.token:
+        headers.append(("Authorization", f"{info.scheme or 'Bearer'} {info.token}"))
+    auth = aiohttp.BasicAuth(info.username, info.password or "") if info.username else None
+    context: ssl.SSLContext | bool = _ssl_context(info) if info.server.startswith("https://") else False
+    return aiohttp.ClientSession(
+        headers=[*headers, *extra_headers],
+        auth=auth,
+        connector=aiohttp.TCPConnector(ssl=context),
+        timeout=aiohttp.ClientTimeout(total=timeout),
+    )
 
 
 def _ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext:

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 
 from federator import __version__
-from federator.kube.client import ApiError, KubeClient, ResourceRef, _ssl_context
+from federator.kube.client import ApiError, KubeClient, ResourceRef, open_session
 from federator.kubectl.kubeconfig import Target
 from federator.planning.task import MANAGED_BY
 from federator_contract.api.kinds import BY_KIND, KINDS, Kind
@@ -180,26 +180,18 @@ class Cluster:
 
 def _session(target: Target) -> aiohttp.ClientSession:
     """An HTTP session as kubectl would open it: credentials, TLS, impersonation, the request timeout."""
-    info = target.connection
-    headers: dict[str, str] = {"Accept": "application/json", "User-Agent": f"kubectl-federator/{__version__}"}
-    if info.token:
-        headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
     # Impersonate-Group repeats: one header per group, as client-go sends them.
-    repeated = list(headers.items()) + [
+    impersonation = [
         (name, one)
         for name, value in target.headers.items()
         for one in ([value] if isinstance(value, str) else value)
     ]
     try:
-        context = _ssl_context(info) if info.server.startswith("https://") else False
+        return open_session(
+            target.connection, f"kubectl-federator/{__version__}", impersonation, target.request_timeout
+        )
     except (OSError, ValueError) as err:  # ssl.SSLError is an OSError
         raise PluginError(f"cannot use the TLS settings of context {target.context}: {err}") from None
-    return aiohttp.ClientSession(
-        headers=repeated,
-        auth=aiohttp.BasicAuth(info.username, info.password or "") if info.username else None,
-        connector=aiohttp.TCPConnector(ssl=context),
-        timeout=aiohttp.ClientTimeout(total=target.request_timeout),
-    )
 
 
 def _not_served(ref: ResourceRef, target: Target) -> str:
