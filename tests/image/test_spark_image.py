@@ -15,7 +15,7 @@ from azure.eventhub import EventData, EventHubProducerClient
 from federator_spark.spark_settings import FILE_SYSTEM_JAR
 from support.images import ImageRoot
 
-pytestmark = pytest.mark.images
+pytestmark = [pytest.mark.images, pytest.mark.jvm]
 
 SPARK_HOME = "/opt/venv/lib/python3.11/site-packages/pyspark"
 SPARK_JARS = SPARK_HOME.removeprefix("/") + "/jars"
