@@ -31,6 +31,10 @@ CONFIG_MAP_NOT_FOUND = "ConfigMapNotFound"  # a ConfigMap (or its key) an editor
 SERVICE_ACCOUNT_NOT_FOUND = "ServiceAccountNotFound"
 WORKLOAD_IDENTITY_CLIENT_ID_MISSING = "WorkloadIdentityClientIdMissing"
 WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH = "WorkloadIdentityClientIdMismatch"
+# The installer's pod policy (validation/pod_policy.py) does not allow what the task asks its pods to be.
+IMAGE_NOT_ALLOWED = "ImageNotAllowed"
+SERVICE_ACCOUNT_NOT_ALLOWED = "ServiceAccountNotAllowed"
+SPARK_CONF_NOT_ALLOWED = "SparkConfNotAllowed"
 # Local mode: an endpoint refused the app (its query stopped; in a cluster: federator_endpoint_unavailable).
 SOURCE_AUTH_REFUSED = appstatus.REFUSED["source", "auth"]
 SOURCE_NOT_FOUND = appstatus.REFUSED["source", "notFound"]
@@ -110,6 +114,9 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         SERVICE_ACCOUNT_NOT_FOUND,
         WORKLOAD_IDENTITY_CLIENT_ID_MISSING,
         WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH,
+        IMAGE_NOT_ALLOWED,
+        SERVICE_ACCOUNT_NOT_ALLOWED,
+        SPARK_CONF_NOT_ALLOWED,
         SOURCE_AUTH_REFUSED,
         SOURCE_NOT_FOUND,
         TARGET_AUTH_REFUSED,

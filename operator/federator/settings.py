@@ -47,6 +47,17 @@ class OperatorSettings:
     """CA bundle for the management APIs (ARM, Service Bus administration, DNS). Default: system CAs."""
     drift_interval_seconds: int = 300
     """How often provisioned Service Bus entities are re-read for drift (one management read per entity)."""
+    allowed_images: str = ""
+    """Images a task may name in `runtime.image` besides `spark_image`'s repository: comma-separated
+    `registry/repo` (any tag or digest), `registry/repo:tag`, `registry/repo@sha256:...` or globs
+    (the chart's `podPolicy.images`; validation/pod_policy.py)."""
+    allowed_service_accounts: str = "*"
+    """ServiceAccounts a task may name in `runtime.serviceAccountName` besides `spark_service_account`:
+    comma-separated names or globs (`podPolicy.serviceAccounts`). Any, by default: a multi-tenant install
+    lists those its tenants may use, so that none runs as another workload's account."""
+    allowed_spark_conf: str = ""
+    """Spark settings a task may set besides the built-in tuning keys: comma-separated keys or globs
+    (`podPolicy.sparkConf`)."""
 
     def __post_init__(self) -> None:
         for name in ("spark_run_as_user", "spark_run_as_group"):

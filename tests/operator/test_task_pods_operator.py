@@ -221,3 +221,15 @@ def test_the_kubectl_plugin_shows_an_unshared_claim_as_a_warning() -> None:
         return ConditionView("CheckpointVolumeShared", status, "r", "m", "2026-11-01T00:00:00Z").severity
 
     assert (severity("False"), severity("True")) == (WARNING, OK)
+
+
+def test_an_image_outside_the_pod_policy_stalls_the_task_and_no_pod_is_asked_for(
+    federator_operator: KubeServer,
+) -> None:
+    kube = federator_operator
+    create_secret(kube)
+    kube.request("POST", RT, with_secret_target(task(image="evil.example/miner:latest")))
+    eventually(lambda: ready_reason(kube) == "ImageNotAllowed")
+    stalled = condition(kube, "Stalled")
+    assert stalled["status"] == "True" and stalled["message"].startswith("spec.runtime.image: ")
+    assert get(kube, f"{APPS}/orders") is None

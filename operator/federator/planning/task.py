@@ -11,6 +11,8 @@ from federator.planning.errors import PlanningError
 from federator.planning.following import Following
 from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.settings import Launcher, OperatorSettings
+from federator.validation.pod_policy import PodPolicy
+from federator.validation.problems import join_path
 from federator_contract.api.base import API_VERSION, ConfigMapKeySelector, FedModel, WorkloadIdentity
 from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec, SparkResources
 from federator_contract.sparkconf import APP_SPARK_CONF
@@ -142,6 +144,7 @@ def plan_replication_task(
     that follows FailoverGroups, ``spec`` is ``following.spec`` (planning/following.py)."""
     if not local:
         _refuse_local_only(spec)
+        _refuse_outside_pod_policy(spec, settings)
     owner = Owner(API_VERSION, "ReplicationTask", name, uid) if uid else None
     labels = {
         "app.kubernetes.io/name": "federator-replication",
@@ -301,6 +304,16 @@ def _refuse_local_only(spec: ReplicationTaskSpec) -> None:
                 reasons.FAILOVER_GROUP_FOLLOWING_NOT_AVAILABLE,
                 f"{path} follows a FailoverGroup: only the operator, which reads the group, can plan it",
             )
+
+
+def _refuse_outside_pod_policy(spec: ReplicationTaskSpec, settings: OperatorSettings) -> None:
+    """The cluster's pods only as the installer allows them (validation/pod_policy.py)."""
+    findings = PodPolicy.from_settings(settings).findings(spec.runtime)
+    if findings:
+        raise PlanningError(
+            findings[0].reason,
+            "; ".join(f"{join_path(['spec', *f.path])}: {f.message}" for f in findings),
+        )
 
 
 def _connections(spec: ReplicationTaskSpec) -> list[tuple[str, FedModel]]:

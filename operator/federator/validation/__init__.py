@@ -6,7 +6,8 @@
 3. metadata and schema — ObjectMeta rules and the generated CRD schema, as the API server checks;
 4. cel — the CRD's CEL rules on the admitted object, as the API server checks;
 5. secret — credentials anywhere in the document;
-6. semantic — the models' own checks (SQL grammar, inline secrets), as the operator checks;
+6. semantic — the models' own checks (SQL grammar, inline secrets), as the operator checks, and the
+   installer's pod policy (`pod_policy`, read from `FEDERATOR_ALLOWED_*` as the operator reads it);
 7. warnings — admitted and run, but most likely not what was meant (`warnings`).
 
 Every problem is reported once, at its field path, in the order of the document.
@@ -14,16 +15,19 @@ Every problem is reported once, at its field path, in the order of the document.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from federator.settings import OperatorSettings
 from federator.validation.admission import admitted
 from federator.validation.cel import cel_problems
 from federator.validation.documents import Document, ManifestError, load_documents
 from federator.validation.identity import identify
 from federator.validation.metadata import metadata_problems
+from federator.validation.pod_policy import PodPolicy
 from federator.validation.problems import Problem, join_path, withheld
 from federator.validation.schema import crd_schema, schema_problems
 from federator.validation.secrets import inline_secret_message, secret_findings
@@ -73,6 +77,12 @@ class Outcome:
         return not self.problems
 
 
+@functools.cache
+def pod_policy() -> PodPolicy:
+    """The pod policy the operator would enforce: its settings from this environment, as in its pod."""
+    return PodPolicy.from_settings(OperatorSettings.from_env())
+
+
 def check_object(obj: Any, old: Any = None) -> Verdict:
     """Every problem and warning of one manifest. `old` enables transition rules (immutable fields)."""
     if not isinstance(obj, dict):
@@ -95,7 +105,7 @@ def check_object(obj: Any, old: Any = None) -> Verdict:
     if isinstance(spec, dict):
         # A path the API server already refuses needs no second opinion from the operator's checks.
         refused = frozenset(p.path for p in found)
-        found += [p for p in semantic_problems(kind, spec) if not _overlaps(p.path, refused)]
+        found += [p for p in semantic_problems(kind, spec, pod_policy()) if not _overlaps(p.path, refused)]
     problems = in_document_order(_once([withheld(p) for p in found]), obj)
     # Warnings are about what would run: a refused object has its problems to fix first.
     warnings = [] if problems else in_document_order(spec_warnings(kind, spec), obj)

@@ -11,7 +11,7 @@ from federator.validation.secrets import secret_shape
 # time; `semantic`: the operator reports it as Stalled and the Spark app would not start (the API server
 # cannot know them: SQL grammar, JSON and Avro schemas, reserved names); `secret`: a credential, refused
 # wherever it appears; `warning`: admitted and run, but most likely not what was meant.
-Layer = Literal["yaml", "schema", "cel", "semantic", "secret", "warning"]
+Layer = Literal["yaml", "schema", "cel", "semantic", "secret", "policy", "warning"]
 
 
 @dataclass(frozen=True, order=True)

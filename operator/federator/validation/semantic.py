@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from federator.validation.pod_policy import PodPolicy, PolicyFinding
 from federator.validation.problems import Problem, join_path, withheld
 from federator.validation.secrets import inline_secret_message, secret_findings
 from federator_contract.api.kinds import Kind
@@ -18,10 +19,10 @@ from federator_contract.checks import Finding, startup_findings
 from federator_contract.checks.checkpoint import runtime_checkpoint_findings
 
 
-def semantic_problems(kind: Kind, spec: Any) -> list[Problem]:
+def semantic_problems(kind: Kind, spec: Any, policy: PodPolicy | None = None) -> list[Problem]:
     """Problems the operator would report as Stalled, each at its field path under `spec`. Shape errors
     are included (the model is what the operator reads): a caller that checked the schema first drops
-    those at paths it already refused."""
+    those at paths it already refused. With ``policy``, also what the installer's pod policy refuses."""
     problems = [
         Problem(join_path(path), inline_secret_message(shape), "semantic")
         for path, shape in secret_findings(spec, ("spec",))
@@ -34,7 +35,18 @@ def semantic_problems(kind: Kind, spec: Any) -> list[Problem]:
             problems.append(Problem(join_path(["spec", *detail["loc"]]), message, "semantic"))
     else:
         problems += [Problem(join_path(["spec", *f.path]), f.message, "semantic") for f in _startup(model)]
+        refused = _pods(model, policy) if policy is not None else ()
+        problems += [Problem(join_path(["spec", *f.path]), f.message, "policy") for f in refused]
     return list(dict.fromkeys(withheld(p) for p in problems))
+
+
+def _pods(model: BaseModel, policy: PodPolicy) -> Iterable[PolicyFinding]:
+    """What the pods of a task, or of a mirror's tasks, would be that the installer does not allow."""
+    if isinstance(model, ReplicationTaskSpec):
+        return policy.findings(model.runtime)
+    if isinstance(model, ServiceBusMirrorSpec):
+        return policy.findings(model.task_template.runtime, ("taskTemplate", "runtime"))
+    return ()
 
 
 def _startup(model: BaseModel) -> Iterable[Finding]:
