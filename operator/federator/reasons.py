@@ -35,6 +35,8 @@ WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH = "WorkloadIdentityClientIdMismatch"
 IMAGE_NOT_ALLOWED = "ImageNotAllowed"
 SERVICE_ACCOUNT_NOT_ALLOWED = "ServiceAccountNotAllowed"
 SPARK_CONF_NOT_ALLOWED = "SparkConfNotAllowed"
+# A checkpoint URI in a cluster: no pod mounts it (only a claim is), positions would be lost on restart.
+CHECKPOINT_NOT_MOUNTED = "CheckpointNotMounted"
 # Local mode: an endpoint refused the app (its query stopped; in a cluster: federator_endpoint_unavailable).
 SOURCE_AUTH_REFUSED = appstatus.REFUSED["source", "auth"]
 SOURCE_NOT_FOUND = appstatus.REFUSED["source", "notFound"]
@@ -117,6 +119,7 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         IMAGE_NOT_ALLOWED,
         SERVICE_ACCOUNT_NOT_ALLOWED,
         SPARK_CONF_NOT_ALLOWED,
+        CHECKPOINT_NOT_MOUNTED,
         SOURCE_AUTH_REFUSED,
         SOURCE_NOT_FOUND,
         TARGET_AUTH_REFUSED,

@@ -83,17 +83,23 @@ def test_checkpoint_defaults_to_the_operator_volume_with_a_per_task_path() -> No
     )
 
 
-def test_an_object_store_checkpoint_needs_no_volume() -> None:
+@pytest.mark.parametrize("uri", ["file:///mnt/shared/orders", "abfss://ck@acct.dfs.core.windows.net/orders"])
+def test_a_checkpoint_uri_is_refused_in_a_cluster_where_no_pod_mounts_it(uri: str) -> None:
     name, namespace, spec = _cluster_task()
     from federator_contract.api.replicationtask import Checkpoint
 
-    uri = "abfss://ck@acct.dfs.core.windows.net/orders"
-    on_store = spec.model_copy(
+    on_uri = spec.model_copy(
         update={"runtime": spec.runtime.model_copy(update={"checkpoint": Checkpoint(uri=uri)})}
     )
-    plan = plan_replication_task(name=name, namespace=namespace, spec=on_store, settings=OperatorSettings())
-    assert plan.spark_app.checkpoint_pvc is None
-    assert json.loads(plan.config_map["data"]["task.json"])["checkpointLocation"] == uri
+    with pytest.raises(PlanningError) as refused:
+        plan_replication_task(name=name, namespace=namespace, spec=on_uri, settings=OperatorSettings())
+    assert refused.value.reason == "CheckpointNotMounted"
+    assert refused.value.message.startswith("spec.runtime.checkpoint.uri: ")
+    local = plan_replication_task(
+        name=name, namespace=namespace, spec=on_uri, settings=OperatorSettings(), local=True
+    )
+    assert local.spark_app.checkpoint_pvc is None
+    assert json.loads(local.config_map["data"]["task.json"])["checkpointLocation"] == uri
 
 
 def test_launcher_comes_from_the_task_then_the_operator() -> None:

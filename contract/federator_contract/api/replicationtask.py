@@ -265,9 +265,10 @@ class Checkpoint(FedModel):
         ]
         | None
     ) = None
-    """A `file://` path on a volume every Spark pod mounts. Object stores (`abfss://`, `s3a://`, `gs://`,
-    `hdfs://`) are refused until the app can keep its commit records there: for executors on several nodes,
-    use `persistentVolumeClaim` with a ReadWriteMany claim."""
+    """A `file://` path, for local mode (`federator run`). In a cluster no Spark pod mounts a URI, so the
+    operator refuses it (CheckpointNotMounted): use `persistentVolumeClaim` with a ReadWriteMany claim.
+    Object stores (`abfss://`, `s3a://`, `gs://`, `hdfs://`) are refused until the app can keep its commit
+    records there."""
 
 
 # Spark settings that carry credentials (storage account keys, SAS tokens, passwords).

@@ -145,6 +145,7 @@ def plan_replication_task(
     if not local:
         _refuse_local_only(spec)
         _refuse_outside_pod_policy(spec, settings)
+        _refuse_unmounted_checkpoint(spec)
     owner = Owner(API_VERSION, "ReplicationTask", name, uid) if uid else None
     labels = {
         "app.kubernetes.io/name": "federator-replication",
@@ -269,7 +270,7 @@ def child_meta(plan: SparkAppPlan) -> dict[str, Any]:
 def task_checkpoint(
     name: str, namespace: str, spec: ReplicationTaskSpec, settings: OperatorSettings
 ) -> tuple[str, PvcMount | None]:
-    """Where the app checkpoints, and the claim it is on (None for a URI)."""
+    """Where the app checkpoints, and the claim it is on (None for a URI: local mode only)."""
     checkpoint = spec.runtime.checkpoint
     if checkpoint is not None and checkpoint.uri is not None:
         return checkpoint.uri, None
@@ -304,6 +305,19 @@ def _refuse_local_only(spec: ReplicationTaskSpec) -> None:
                 reasons.FAILOVER_GROUP_FOLLOWING_NOT_AVAILABLE,
                 f"{path} follows a FailoverGroup: only the operator, which reads the group, can plan it",
             )
+
+
+def _refuse_unmounted_checkpoint(spec: ReplicationTaskSpec) -> None:
+    """A checkpoint URI names a place no pod of a cluster has: positions written there would land on the
+    container's own file system and be gone at the next restart. Only a claim is mounted."""
+    checkpoint = spec.runtime.checkpoint
+    if checkpoint is not None and checkpoint.uri is not None:
+        raise PlanningError(
+            reasons.CHECKPOINT_NOT_MOUNTED,
+            f"spec.runtime.checkpoint.uri: {checkpoint.uri!r} is mounted by no Spark pod, so positions "
+            "kept there would be lost at the next restart; use runtime.checkpoint.persistentVolumeClaim "
+            "(a ReadWriteMany claim), or leave checkpoint out for the operator's default claim",
+        )
 
 
 def _refuse_outside_pod_policy(spec: ReplicationTaskSpec, settings: OperatorSettings) -> None:
