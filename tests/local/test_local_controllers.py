@@ -31,6 +31,7 @@ from federator.validation.documents import load_documents
 from federator_contract.emulatorconfig import EmulatorConfig
 from federator_emulator.server import RunningEmulator
 from federator_emulator.testing import EmulatorCredential, EmulatorFactory
+from support.polling import eventually
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ZONE = "messaging.example.com"
@@ -180,6 +181,43 @@ async def test_a_group_switches_on_an_edit_of_its_file_and_fails_back_once_drain
     events = (loop.directory / "events.log").read_text()
     for reason in ("Activated", "SpecReloaded", "Switched", "FailingBack", "FailbackComplete"):
         assert f" {reason}: " in events
+
+
+@pytest.mark.slow
+def test_the_controllers_tell_of_a_switch_once_the_group_publishes_the_new_member_and_not_otherwise(
+    tmp_path: Path, emulator_factory: EmulatorFactory
+) -> None:
+    manifest = tmp_path / "group.yaml"
+    shutil.copy(EXAMPLES / "failover-group.yaml", manifest)
+    edit(manifest, "    periodSeconds: 5\n", "    periodSeconds: 1\n")
+    state = StateDir(tmp_path / "state")
+    plan = planned(manifest, state)
+    emulator = emulator_factory(plan.emulator)
+    told: list[str] = []  # the consumers' member a following task reads when the session is told
+
+    def on_switch() -> None:
+        group = controller.group_object("default", "orders")
+        told.append(group["status"]["consumerMember"] if group else "nothing published")
+
+    controller = Controller([], plan.groups, state, emulator.ready_document(), on_switch=on_switch)
+    (loop,) = controller.groups
+
+    def rounds(count: int) -> None:
+        for _ in range(count):
+            made = loop.snapshot  # each round keeps a new snapshot
+            eventually(lambda made=made: loop.snapshot is not made, timeout=10, message="no round made")
+
+    controller.start()
+    try:
+        assert told == ["primary"], "the first round chose the members"
+        rounds(2)
+        assert told == ["primary"], "a round that moves nobody tells nothing"
+        edit(manifest, "  primaryMember: primary\n", "  primaryMember: primary\n  activeMember: secondary\n")
+        eventually(lambda: len(told) == 2, timeout=10, message="the switch was not told")
+        rounds(2)
+    finally:
+        controller.stop()
+    assert told == ["primary", "secondary"]
 
 
 @pytest.mark.asyncio

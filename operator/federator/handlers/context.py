@@ -9,6 +9,7 @@ by uid, created on first use and forgotten in one place."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import kopf
@@ -36,7 +37,8 @@ class ObjectState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One pass at a time: a spec handler and a daemon would otherwise write concurrently."""
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set by a spec change so that a daemon's next round starts at once."""
+    """Set so that a daemon's next round starts at once: by a group's spec change for its probe daemon, by
+    a followed group's switch for a task's observe daemon (handlers/followers.py)."""
     schedule: ProvisionSchedule = field(default_factory=ProvisionSchedule)
     """When a mirror's members are read again."""
     task: TaskMemory = field(default_factory=TaskMemory)
@@ -51,6 +53,14 @@ class ObjectRegistry:
 
     def of(self, body: kopf.Body) -> ObjectState:
         return self._states.setdefault(_key(body), ObjectState())
+
+    def wake(self, uids: Iterable[str]) -> int:
+        """Set the wake-up event of each object known here; returns how many were. An object not known yet
+        has no daemon waiting: its first pass reads what the wake was for."""
+        woken = [self._states[uid] for uid in set(uids) if uid in self._states]
+        for state in woken:
+            state.wakeup.set()
+        return len(woken)
 
     def forget(self, body: kopf.Body) -> None:
         self._states.pop(_key(body), None)

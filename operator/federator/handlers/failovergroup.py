@@ -1,8 +1,10 @@
 """FailoverGroup handlers: one daemon per group probes and publishes every `spec.probe.periodSeconds`; a
-spec change wakes it at once (a manual switch must not wait a period); deletion removes what it published."""
+spec change wakes it at once (a manual switch must not wait a period), and a switch it writes wakes the
+tasks that follow the group (handlers/followers.py); deletion removes what it published."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -10,6 +12,7 @@ import kopf
 
 from federator import metrics
 from federator.handlers.context import OperatorContext
+from federator.handlers.followers import Followed, wake_followers
 from federator.handlers.pacing import pause
 from federator.handlers.reporting import report
 from federator.kube.client import ResourceRef
@@ -28,9 +31,12 @@ async def spec_changed(body: kopf.Body, memo: OperatorContext, **_: Any) -> None
 
 # A round in flight is let finish (cancelling the SDKs mid-connection leaks their sockets).
 @kopf.daemon(*RESOURCE, cancellation_backoff=10, cancellation_timeout=5)
-async def probe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonStopped, **_: Any) -> None:
+async def probe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonStopped, **kwargs: Any) -> None:
+    followers: kopf.Index[Followed, str] = kwargs["followers"]  # the index, by its name (followers.py)
+    logger: logging.Logger | logging.LoggerAdapter[Any] = kwargs["logger"]
     wakeup = memo.objects.of(body).wakeup
-    path = GROUPS.path(body.meta["namespace"], body.meta["name"])
+    namespace, name = body.meta["namespace"], body.meta["name"]
+    path = GROUPS.path(namespace, name)
     while not stopped:
         wakeup.clear()
         try:
@@ -41,6 +47,9 @@ async def probe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonStop
             result = await _reconcile(body, memo, current)
             if result.result.status_patch:
                 await memo.client.patch(f"{path}/status", {"status": result.result.status_patch})
+            if result.switches:  # written first: the followers' passes read the group's new members
+                woken = wake_followers(memo.objects, followers, namespace, name)
+                logger.info("switch published; woke %d following ReplicationTask(s)", woken)
         except Exception:
             if memo.stopping:  # shutting down: the next operator carries on
                 return

@@ -32,13 +32,17 @@ async def observe_every_interval(
     stopped: kopf.DaemonStopped,
     status_path: str,
     one_pass: Callable[[], Awaitable[dict[str, Any] | None]],
+    wakeup: asyncio.Event | None = None,
 ) -> None:
     """Every observe interval, one pass; the status patch it returns is written (None or empty: nothing
-    changed, nothing is written). Ends when the daemon is stopped, the object is being deleted, or the
-    operator shuts down — kopf's cleanup can close the client before it stops daemons: nothing is lost,
-    the next operator observes again."""
+    changed, nothing is written). A set `wakeup` starts the pass at once; it is cleared before the pass, so
+    that a wake during the pass is not lost but starts the next one. Ends when the daemon is stopped, the
+    object is being deleted, or the operator shuts down — kopf's cleanup can close the client before it
+    stops daemons: nothing is lost, the next operator observes again."""
     while not stopped:
-        await pause(stopped, context.settings.observe_interval_seconds)
+        await pause(stopped, context.settings.observe_interval_seconds, wakeup)
+        if wakeup is not None:
+            wakeup.clear()
         if stopped or context.stopping or body.meta.get("deletionTimestamp"):
             return
         try:

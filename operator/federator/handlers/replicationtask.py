@@ -35,7 +35,8 @@ async def apply(body: kopf.Body, patch: kopf.Patch, memo: OperatorContext, **_: 
 # A pass in flight (its source probe) is let finish: cancelling the SDKs mid-connection leaks sockets.
 @kopf.daemon(*RESOURCE, cancellation_backoff=6, cancellation_timeout=5)
 async def observe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonStopped, **_: Any) -> None:
-    """Keeps status fresh (the Spark application's state) and puts back children changed by hand."""
+    """Keeps status fresh (the Spark application's state) and puts back children changed by hand; a switch
+    of a followed group wakes it (handlers/followers.py), so it plans onto the new member at once."""
 
     async def one_pass() -> dict[str, Any] | None:
         if body.status.get("observedGeneration") != body.meta.get("generation"):
@@ -43,7 +44,7 @@ async def observe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonSt
         return (await _reconcile(body, memo)).status_patch
 
     path = TASKS.path(body.meta["namespace"], body.meta["name"], "status")
-    await observe_every_interval(memo, body, stopped, path, one_pass)
+    await observe_every_interval(memo, body, stopped, path, one_pass, memo.objects.of(body).wakeup)
 
 
 @kopf.on.delete(*RESOURCE)

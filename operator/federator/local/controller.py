@@ -2,7 +2,9 @@
 on one asyncio loop in a background thread. The first pass of each runs before any task starts (a
 mirror's tasks read subscriptions it creates; a following task needs the member its group chose); then
 mirrors are provisioned again on the operator's schedule (after a failure with backoff, otherwise every
-drift interval) and groups probed every `probe.periodSeconds`. The session reads the results."""
+drift interval) and groups probed every `probe.periodSeconds`. The session reads the results, and is told
+at once when a group's round moved its producers or consumers (`on_switch`), so that the tasks following it
+are planned again without waiting for the session's next refresh."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from federator.failover.probes import Prober
@@ -41,10 +43,13 @@ class Controller:
         state: StateDir,
         ready: Mapping[str, Any],
         cloud: ManagementEnvironment | None = None,
+        on_switch: Callable[[], None] | None = None,
     ) -> None:
         """``ready``: the emulator's ready document (empty without an emulator); ``cloud``: how members
-        outside the emulator are reached (Azure's public cloud by default)."""
+        outside the emulator are reached (Azure's public cloud by default); ``on_switch``: called from the
+        controllers' thread after a round that moved a group's members, once they can be read."""
         self.mirrors = mirrors
+        self.on_switch = on_switch
         self.state = state
         self.emulator_env = emulator_environment(ready) if ready else None
         self.cloud = cloud or ManagementEnvironment()
@@ -83,8 +88,7 @@ class Controller:
         return self._group(namespace, name).object()
 
     def group_version(self, namespace: str, name: str) -> int:
-        snapshot = self._group(namespace, name).snapshot
-        return snapshot.version if snapshot is not None else 0
+        return _version(self._group(namespace, name))
 
     def _group(self, namespace: str, name: str) -> GroupLoop:
         return next(g for g in self.groups if (g.run.namespace, g.run.name) == (namespace, name))
@@ -128,10 +132,13 @@ class Controller:
         await asyncio.gather(*(self._provision(run) for run in self.mirrors), *map(self._round, self.groups))
 
     async def _round(self, group: GroupLoop) -> None:
+        before = _version(group)
         try:
             await group.round()
         except Exception as err:  # the loop must outlive one bad round
             group.failed_round(err)
+        if self.on_switch is not None and _version(group) != before:
+            self.on_switch()
 
     async def _provision(self, run: MirrorRun) -> bool:
         """One pass; True when a member failed (or the pass itself did: it is retried, and the outcome of
@@ -159,3 +166,8 @@ class Controller:
         while True:
             await asyncio.sleep(group.period)
             await self._round(group)
+
+
+def _version(group: GroupLoop) -> int:
+    """How many times the group's published members changed (GroupSnapshot.version)."""
+    return group.snapshot.version if group.snapshot is not None else 0

@@ -33,14 +33,17 @@ class RunError(RuntimeError):
 
 
 @contextmanager
-def stop_signals() -> Iterator[tuple[threading.Event, threading.Event]]:
-    """(stop, hurry): the first SIGINT/SIGTERM sets ``stop``, a second one ``hurry`` as well."""
+def stop_signals(wakeup: threading.Event | None = None) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """(stop, hurry): the first SIGINT/SIGTERM sets ``stop``, a second one ``hurry`` as well; each sets
+    ``wakeup`` too, so that a supervisor waiting on it stops at once."""
     stop, hurry = threading.Event(), threading.Event()
 
     def handle(_signum: int, _frame: FrameType | None) -> None:
         if stop.is_set():
             hurry.set()
         stop.set()
+        if wakeup is not None:
+            wakeup.set()
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -124,7 +127,7 @@ def run_session(
     except StateDirBusy as problem:
         raise RunError(str(problem)) from None
     session = LocalSession(plan, state, os.environ)
-    with lock, stop_signals() as (stop, hurry), LiveView(out) as view:
+    with lock, stop_signals(session.wakeup) as (stop, hurry), LiveView(out) as view:
         try:
             session.start(stop)
             if work is not None:
@@ -141,10 +144,12 @@ def run_session(
 def supervise(
     session: LocalSession, view: LiveView, stop: threading.Event, caption: Sequence[str] = ()
 ) -> None:
-    """Refresh the view until ``stop`` is set or nothing is left running."""
+    """Refresh the view until ``stop`` is set or nothing is left running. A group's switch (or a signal)
+    wakes it at once: the tasks following the group are planned again now, not at the next refresh."""
     while True:
+        session.wakeup.clear()  # before the pass: a switch during it starts the next one at once
         session.reconcile()
         view.update(session.rows(), [*caption, *session.caption()])
         if stop.is_set() or not session.running():
             return
-        stop.wait(REFRESH_SECONDS)
+        session.wakeup.wait(REFRESH_SECONDS)

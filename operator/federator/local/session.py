@@ -69,6 +69,8 @@ class LocalSession:
         self.waiting: dict[str, BlockedTask] = {}
         """Following tasks that cannot run with what their groups publish now."""
         self._followed: dict[str, tuple[int, ...]] = {}
+        self.wakeup = threading.Event()
+        """Set when a group switched (by the controllers' thread): the supervisor reconciles at once."""
         self.controller: Controller | None = None
         self.azurite: RunningAzurite | None = None
 
@@ -94,7 +96,9 @@ class LocalSession:
             return
         self._start_azurite()
         if self.plan.mirrors or self.plan.groups:
-            self.controller = Controller(self.plan.mirrors, self.plan.groups, self.state, self.ready)
+            self.controller = Controller(
+                self.plan.mirrors, self.plan.groups, self.state, self.ready, on_switch=self.wakeup.set
+            )
             self.controller.start()
         self.following = following
         if self.pending or self.following:

@@ -1,0 +1,50 @@
+"""Which ReplicationTasks follow which FailoverGroup, so that a group's switch wakes its followers at once.
+
+kopf keeps the index from the tasks' watch stream (no API request per switch); a group's daemon, once it has
+written a switch to its status, sets the wake-up event of every task the index names, and each one's
+observe daemon runs its pass now instead of at the end of its interval. The pass reads the group afresh and
+plans onto the new member. Nothing is written to the tasks to wake them, and a wake only shortens the wait:
+a wake that is missed (an operator restart, a task not indexed yet) is caught by the next observe pass."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import kopf
+from pydantic import ValidationError
+
+from federator.handlers.context import ObjectRegistry
+from federator.planning.following import followed_groups
+from federator_contract.api.base import GROUP, VERSION
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+
+Followed = tuple[str, str]
+"""(namespace, FailoverGroup name): a key of the index."""
+
+
+@kopf.index(GROUP, VERSION, "replicationtasks")
+def followers(
+    namespace: str | None, uid: str | None, spec: kopf.Spec, **_: Any
+) -> dict[Followed, str] | None:
+    """Each group the task follows → the task's uid (the key of its state in the operator's registry)."""
+    if namespace is None or uid is None:
+        return None
+    return {(namespace, group): uid for group in followed_in(spec)} or None
+
+
+def followed_in(spec: Mapping[str, Any]) -> list[str]:
+    """The groups a task's spec follows; none for a spec that does not validate (it cannot run until it is
+    fixed, and the edit that fixes it indexes it again)."""
+    try:
+        model = ReplicationTaskSpec.model_validate(dict(spec))
+    except ValidationError:
+        return []
+    return followed_groups(model)
+
+
+def wake_followers(
+    objects: ObjectRegistry, index: Mapping[Followed, Iterable[str]], namespace: str, group: str
+) -> int:
+    """Wake every task following `namespace/group` whose daemon is running; returns how many were woken."""
+    return objects.wake(index.get((namespace, group), ()))
