@@ -34,6 +34,12 @@ def entity_path(uri_or_path: str) -> str:
     return unquote(path).strip("/").lower()
 
 
+def management_node(entity: str) -> str:
+    """The path of an entity's management node: a token for the entity covers it, and so does one for the
+    node itself, which is what the SDKs put before management operations."""
+    return f"{entity}/$management"
+
+
 def covers(granted: str, requested: str) -> bool:
     """Whether a grant for path ``granted`` includes ``requested`` (segment-wise prefix)."""
     return granted == "" or requested == granted or requested.startswith(granted + "/")

@@ -130,3 +130,77 @@ async def test_async_client_manages_topics_subscriptions_and_correlation_rules(m
         assert (await admin.get_topic("atom-t")).requires_duplicate_detection is True
         await admin.delete_topic("atom-t")
         assert "atom-t" not in [t.name async for t in admin.list_topics()]
+
+
+def _get(emu: Any, path: str) -> tuple[int, str, str]:
+    """A raw ATOM GET with a namespace-wide SAS token: (status, content type, body)."""
+    import ssl
+    import time
+    import urllib.error
+    import urllib.request
+
+    from federator_emulator import auth
+
+    host = emu.namespace().fully_qualified_namespace
+    token = auth.generate_sas_token(
+        f"https://{host}/", "RootManageSharedAccessKey", DEFAULT_KEY_VALUE, int(time.time()) + 600
+    )
+    context = ssl.create_default_context(cafile=str(emu.ca_path))
+    request = urllib.request.Request(f"https://{host}{path}", headers={"Authorization": token})
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:
+            return response.status, response.headers.get_content_type(), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get_content_type(), error.read().decode()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/t1/Subscriptions/", "/T1/SUBSCRIPTIONS", "/t1/subscriptions/all/Rules/", "/$resources/QUEUES/"],
+)
+def test_paths_take_any_case_and_lists_a_trailing_slash_as_on_azure(mgmt_emulator: Any, path: str) -> None:
+    status, content_type, body = _get(mgmt_emulator, path)
+    assert (status, content_type) == (200, "application/atom+xml")
+    assert "<feed" in body and "<entry>" in body
+
+
+def test_entry_ids_name_entities_as_created_under_azures_path_words(mgmt_emulator: Any) -> None:
+    host = mgmt_emulator.namespace().fully_qualified_namespace
+    _, _, subscription = _get(mgmt_emulator, "/T1/subscriptions/ALL")
+    assert f"<id>https://{host}/t1/Subscriptions/all</id>" in subscription
+    _, _, rules = _get(mgmt_emulator, "/t1/subscriptions/all/rules")
+    assert f"<id>https://{host}/t1/Subscriptions/all/Rules/$Default</id>" in rules
+
+
+@pytest.mark.parametrize(
+    ("path", "always"),
+    [
+        ("/q1", ["MaxSizeInMegabytes", "EnablePartitioning", "EnableBatchedOperations", "EnableExpress"]),
+        ("/t1", ["MaxSizeInMegabytes", "SupportOrdering", "AutoDeleteOnIdle", "EnableExpress"]),
+        (
+            "/t1/Subscriptions/all",
+            ["AutoDeleteOnIdle", "DeadLetteringOnFilterEvaluationExceptions", "Status"],
+        ),
+    ],
+)
+def test_descriptions_carry_the_properties_azure_always_returns(
+    mgmt_emulator: Any, path: str, always: list[str]
+) -> None:
+    _, _, body = _get(mgmt_emulator, path)
+    assert [name for name in always if f"<{name}>" not in body] == []
+
+
+def test_a_path_no_route_serves_is_an_atom_error(mgmt_emulator: Any) -> None:
+    status, content_type, body = _get(mgmt_emulator, "/no/such/path")
+    assert (status, content_type) == (404, "application/atom+xml")
+    assert body.startswith("<Error><Code>404</Code>")
+
+
+def test_namespace_properties_are_served(mgmt_emulator: Any) -> None:
+    with _admin(mgmt_emulator) as admin:
+        properties = admin.get_namespace_properties()
+    assert (properties.name, properties.messaging_sku, properties.namespace_type) == (
+        "ns1",
+        "Standard",
+        "Messaging",
+    )

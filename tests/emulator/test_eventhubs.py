@@ -147,7 +147,8 @@ async def test_consumer_groups_read_independently(cs, eh_receive_async):
 
 
 @pytest.mark.asyncio
-async def test_higher_owner_level_steals_the_partition(cs, eh_receive_async):
+@pytest.mark.parametrize("new_owner_level", [1, 2], ids=["same", "higher"])
+async def test_same_or_higher_owner_level_steals_the_partition(cs, eh_receive_async, new_owner_level):
     send(cs, ["x"], partition_id="0")
     low = AsyncEventHubConsumerClient.from_connection_string(
         cs, consumer_group="$Default", eventhub_name="hub1"
@@ -175,7 +176,7 @@ async def test_higher_owner_level_steals_the_partition(cs, eh_receive_async):
     )
     try:
         await asyncio.wait_for(receiving.wait(), 15)
-        events = await eh_receive_async(cs, 1, starting_position="-1", owner_level=2)
+        events = await eh_receive_async(cs, 1, starting_position="-1", owner_level=new_owner_level)
         await asyncio.wait_for(stolen.wait(), 15)
     finally:
         await low.close()

@@ -177,7 +177,8 @@ class Broker:
             return self._reply_or(ctx, link, lambda: CbsNode(ctx, link))
         if path == "$management" or path.endswith("/$management"):
             entity = path[: -len("$management")].rstrip("/")
-            if not (ctx.grants.allows(entity) if entity else ctx.grants.any_valid()):
+            # The entity's token or one for its `<entity>/$management` node, which the SDKs ask for.
+            if not (ctx.grants.allows(path) if entity else ctx.grants.any_valid()):
                 raise Refused(UNAUTHORIZED, f"no valid CBS token for {address!r}")
             # Each operation checks its own claim (sbmanagement); Event Hubs' READ takes any.
             if entity:
@@ -195,7 +196,10 @@ class Broker:
     def _reply_or(self, ctx: ConnectionContext, link: Any, make: Callable[[], Endpoint]) -> Endpoint:
         """Request nodes: the client's receiver is our reply link, its sender carries requests."""
         if link.is_sender:
-            for address in {link.remote_source.address, link.remote_target.address} - {None}:
+            # A request's reply-to names the client's receiver by its target address (the Python SDKs)
+            # or by the link's name (the JS SDKs' $cbs link has no target): Azure answers both.
+            names = {link.name, link.remote_source.address, link.remote_target.address} - {None}
+            for address in names:
                 ctx.reply_links[(link.session, address)] = link
             return Endpoint(ctx, link)
         return make()

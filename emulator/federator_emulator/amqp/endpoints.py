@@ -30,6 +30,15 @@ LOCK_LOST = "com.microsoft:message-lock-lost"
 _INFO: dict[Any, Any] = {symbol("com.microsoft:tracking-id"): "federator-emulator"}
 
 
+class OperationError(Exception):
+    """A management operation's answer that is not a success: its status and error condition."""
+
+    def __init__(self, status: int, condition: str, description: str) -> None:
+        super().__init__(description)
+        self.status = status
+        self.condition = condition
+
+
 class Refused(Exception):
     """An attach is refused with this AMQP condition."""
 
@@ -55,7 +64,7 @@ class ConnectionContext:
     namespace: NamespaceState
     tenant: Tenant  # verifies Microsoft Entra tokens put over CBS
     grants: ConnectionGrants = field(default_factory=ConnectionGrants)
-    # Server->client links by (session, address) for CBS / management replies.
+    # Server->client links by (session, address or link name) for CBS / management replies.
     reply_links: dict[tuple[Any, str], Link] = field(default_factory=dict)
     endpoints: set[Endpoint] = field(default_factory=set)
 

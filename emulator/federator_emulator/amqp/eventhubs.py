@@ -24,6 +24,7 @@ from federator_emulator.amqp.endpoints import (
     reply,
     source_filters,
 )
+from federator_emulator.auth import management_node
 from federator_emulator.state.eventhubs import EventHub, PartitionLog, UnknownEntity
 
 logger = logging.getLogger(__name__)
@@ -103,16 +104,20 @@ class ConsumerRegistry:
         self._by_key: dict[tuple[str, str, str], list[Consumer]] = {}
 
     def admit(self, key: tuple[str, str, str], consumer: Consumer) -> str | None:
-        """Register the consumer, stealing weaker ones; returns a refusal reason instead."""
+        """Register the consumer, stealing from those of the same or a lower owner level (as Event Hubs
+        does: a load balancer's new owner reopens with the level the old one had); returns a refusal
+        reason instead when a receiver of a higher level, or any level for a consumer without one, holds
+        the partition."""
         current = self._by_key.setdefault(key, [])
         strongest = max((c.epoch for c in current if c.epoch is not None), default=None)
         if strongest is not None and (consumer.epoch is None or consumer.epoch < strongest):
             return f"a receiver with a higher owner level ({strongest}) already exists"
         if consumer.epoch is not None:
-            for other in [c for c in current if c.epoch is None or c.epoch < consumer.epoch]:
+            for other in [c for c in current if c.epoch is None or c.epoch <= consumer.epoch]:
                 # Detaching unregisters it (Consumer.on_close).
                 other.detach(
-                    LINK_STOLEN, f"a receiver with a higher owner level ({consumer.epoch}) was created"
+                    LINK_STOLEN,
+                    f"a receiver with the same or a higher owner level ({consumer.epoch}) was created",
                 )
         current.append(consumer)
         return None
@@ -206,7 +211,7 @@ class Management(Endpoint):
         request = decode_request(payload)
         props = codec.own(request.properties or {})
         name = str(props.get("name", ""))
-        if not self.ctx.grants.allows(name):
+        if not self.ctx.grants.allows(management_node(name)):
             reply(self.ctx, self.link, request, 401, f"no valid token for {name!r}", error=UNAUTHORIZED)
             return
         try:

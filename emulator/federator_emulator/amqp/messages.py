@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -62,13 +63,25 @@ class AmqpInbound:
         ttl_ms = header[_HEADER_TTL] if len(header) > _HEADER_TTL else None
         self.ttl_seconds: float | None = ttl_ms / 1000 if ttl_ms else None
         message_id = properties[0] if properties else None
-        self.message_id: str | None = None if message_id is None else str(message_id)
+        if message_id is None:
+            properties = self._assign_message_id(properties)
+            message_id = properties[0]
+        self.message_id: str | None = str(message_id)
         group_id = properties[_PROPERTY_FIELDS["SessionId"]] if len(properties) > 10 else None
         self.session_id: str | None = None if group_id is None else str(group_id)
         scheduled = annotations.get(SCHEDULED_ENQUEUE_TIME)
         self.scheduled_at: float | None = scheduled / 1000 if scheduled else None
         # The properties as the SQL language sees them, made on first use (only topics need them).
         self._sql: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def _assign_message_id(self, properties: list[Any]) -> list[Any]:
+        """Service Bus gives a message sent without an id one of its own, a GUID without dashes
+        (the JS SDK's lock renewal keys its timers by it)."""
+        properties = list(properties) + [None] * (1 - len(properties))
+        properties[0] = uuid.uuid4().hex
+        self.payload = codec.rebuild(self.payload, replace={codec.PROPERTIES: properties})
+        self._sections = _Sections(self.payload, {codec.PROPERTIES: properties})
+        return properties
 
     def _sql_properties(self) -> tuple[dict[str, Any], dict[str, Any]]:
         if self._sql is None:
@@ -128,6 +141,13 @@ class AmqpInbound:
             else:
                 out[key] = to_amqp(value)
         return out
+
+
+def with_application_properties(payload: bytes, changes: dict[str, Any]) -> bytes:
+    """The message with ``changes`` set among its application properties (the others kept)."""
+    properties = dict(_Sections(payload).get(codec.APPLICATION_PROPERTIES) or {})
+    properties.update(changes)
+    return codec.rebuild(payload, replace={codec.APPLICATION_PROPERTIES: properties})
 
 
 def delivery_payload(message: SbMessage) -> bytes:

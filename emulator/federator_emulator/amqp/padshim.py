@@ -20,7 +20,8 @@ import struct
 import threading
 from typing import Any
 
-from proton import Transport
+from proton import Event, Transport
+from proton.handlers import IOHandler
 
 from federator_emulator.amqp.sequencing import DeliveryIds
 
@@ -43,6 +44,7 @@ _NULL = 0x40
 _TRANSFER = 0x14
 _NULLS = [bytes([_NULL]) * n for n in range(max(_FIELD_COUNTS.values()) + 1)]
 _SIZE = struct.Struct(">I")
+_FLUSH_TIMEOUT_SECONDS = 1.0
 
 _install_lock = threading.Lock()
 _installed = False
@@ -195,9 +197,36 @@ def install() -> None:
                 original_push(self, whole[:capacity])
                 whole = whole[capacity:]
 
+        original_closed = IOHandler.on_transport_closed
+
+        def on_transport_closed(self: IOHandler, event: Event) -> None:
+            _flush(event.transport)
+            original_closed(self, event)
+
         # Class-level patch: proton's I/O looks the methods up on the class.
         Transport.push = push  # type: ignore[method-assign,assignment]
         Transport.pending = pending  # type: ignore[method-assign]
         Transport.peek = peek  # type: ignore[method-assign]
         Transport.pop = pop  # type: ignore[method-assign]
+        IOHandler.on_transport_closed = on_transport_closed  # type: ignore[method-assign]
         _installed = True
+
+
+def _flush(transport: Any) -> None:
+    """Write the padded bytes still buffered when proton closes a transport.
+
+    Proton counts its output written once ``pending`` has taken it into our buffer, so after the last
+    frame (the ``close`` that answers a client's, AMQP 1.0 §2.4.3) it reports the transport closed and
+    the reactor would drop the socket with that frame unsent: a client waiting for it hangs.
+    """
+    out: _PaddedOutput | None = getattr(transport, "_federator_pad", None)
+    selectable = getattr(transport, "_selectable", None)
+    if out is None or not out.padded or selectable is None or selectable.is_terminal:
+        return
+    sock = selectable._delegate
+    try:
+        sock.settimeout(_FLUSH_TIMEOUT_SECONDS)  # a few bytes: bounded, not left to the reactor
+        sock.sendall(bytes(out.padded))
+    except OSError:
+        pass  # the peer went first: nothing to answer
+    out.padded.clear()

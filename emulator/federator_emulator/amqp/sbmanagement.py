@@ -9,20 +9,21 @@ from typing import Any
 
 from proton import UNDESCRIBED, Array, Data, Delivery, Link, Message, timestamp
 
-from federator_emulator.amqp import codec
+from federator_emulator.amqp import codec, ruleops
 from federator_emulator.amqp.endpoints import (
     LOCK_LOST,
     NOT_FOUND,
     UNAUTHORIZED,
     ConnectionContext,
     Endpoint,
+    OperationError,
     accept,
     decode_request,
     reply,
 )
-from federator_emulator.amqp.messages import AmqpInbound, delivery_payload
+from federator_emulator.amqp.messages import AmqpInbound, delivery_payload, with_application_properties
 from federator_emulator.amqp.servicebus import resolve_receivable, resolve_sendable
-from federator_emulator.auth import missing_claim
+from federator_emulator.auth import management_node, missing_claim
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.servicebus import LockLost, Queue, ReceivableEntity
 from federator_emulator.state.sessions import SessionUnavailable
@@ -34,23 +35,17 @@ SESSION_NOT_FOUND = "com.microsoft:session-not-found"
 # ``last-updated-time`` of DateTime.MaxValue (as .NET encodes it) asks for every session with active
 # messages or a stored state; an earlier time, for the sessions whose state was set after it.
 _ALL_SESSIONS_MS = 253402300800000
-# Operations a sender uses need Send; every other one (a receiver's) needs Listen.
-_SENDER_OPERATIONS = {
+# Operations a sender uses need Send, those that change a subscription's rules Manage; every other one
+# (a receiver's) needs Listen.
+_OPERATION_RIGHTS = {
     "com.microsoft:schedule-message": "Send",
     "com.microsoft:cancel-scheduled-message": "Send",
+    "com.microsoft:add-rule": "Manage",
+    "com.microsoft:remove-rule": "Manage",
 }
 _PEEK_LOCK = 1  # receiver-settle-mode value of ServiceBusReceiveMode.PEEK_LOCK
 _OK = (200, "OK")
 _NO_CONTENT = (204, "No Content")
-
-
-class OperationError(Exception):
-    """An operation's answer that is not a success: its status and error condition."""
-
-    def __init__(self, status: int, condition: str, description: str) -> None:
-        super().__init__(description)
-        self.status = status
-        self.condition = condition
 
 
 def _array(type_code: int, values: list[Any]) -> Array:
@@ -82,6 +77,9 @@ class Management(Endpoint):
             "com.microsoft:get-session-state": self._get_session_state,
             "com.microsoft:set-session-state": self._set_session_state,
             "com.microsoft:get-message-sessions": self._get_message_sessions,
+            "com.microsoft:add-rule": self._add_rule,
+            "com.microsoft:remove-rule": self._remove_rule,
+            "com.microsoft:enumerate-rules": self._enumerate_rules,
         }
 
     def on_message(self, delivery: Delivery, payload: bytes) -> None:
@@ -91,8 +89,9 @@ class Management(Endpoint):
         operation = str(properties.get("operation", ""))
         body = {str(k): v for k, v in (codec.own(request.body) or {}).items()}
         handler = self._operations.get(operation)
-        right = _SENDER_OPERATIONS.get(operation, "Listen")
-        if handler is not None and not self.ctx.grants.allows("/".join(self.parts), right):
+        right = _OPERATION_RIGHTS.get(operation, "Listen")
+        node = management_node("/".join(self.parts))
+        if handler is not None and not self.ctx.grants.allows(node, right):
             resource = f"sb://{self.link.connection.hostname or 'localhost'}/{'/'.join(self.parts)}"
             reply(self.ctx, self.link, request, 401, missing_claim(right, resource), error=UNAUTHORIZED)
             return
@@ -120,8 +119,23 @@ class Management(Endpoint):
         except OperationError as exc:
             reply(self.ctx, self.link, request, exc.status, str(exc), error=exc.condition)
             return
+        except ValueError as exc:  # a malformed request, bad SQL (a rule's) included
+            reply(self.ctx, self.link, request, 400, str(exc), error="amqp:invalid-field")
+            return
         self.namespace.journal.commit()
         reply(self.ctx, self.link, request, status, description, body=result)
+
+    def _add_rule(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        ruleops.add_rule(self.namespace, self.parts, body)
+        return _OK, None
+
+    def _remove_rule(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        ruleops.remove_rule(self.namespace, self.parts, body)
+        return _OK, None
+
+    def _enumerate_rules(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
+        rules = ruleops.enumerate_rules(self.namespace, self.parts, body)
+        return (_OK, {"rules": rules}) if rules else (_NO_CONTENT, None)
 
     def _receivable(self) -> ReceivableEntity:
         return resolve_receivable(self.ctx, self.parts)
@@ -155,7 +169,11 @@ class Management(Endpoint):
     def _update_disposition(self, body: dict[str, Any]) -> tuple[tuple[int, str], Any]:
         entity = self._receivable()
         status = str(body.get("disposition-status"))
+        changes = {str(k): v for k, v in (body.get("properties-to-modify") or {}).items()}
         for token in _tokens(body):
+            if changes and status != "completed":
+                payload = with_application_properties(entity.locked(token).payload, changes)
+                entity.rewrite_locked(token, payload)
             if status == "completed":
                 entity.complete(token)
             elif status == "abandoned":

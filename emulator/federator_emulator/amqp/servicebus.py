@@ -20,7 +20,7 @@ from federator_emulator.amqp.endpoints import (
     reject,
     source_filters,
 )
-from federator_emulator.amqp.messages import AmqpInbound, delivery_payload
+from federator_emulator.amqp.messages import AmqpInbound, delivery_payload, with_application_properties
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.servicebus import LockLost, Queue, ReceivableEntity
 from federator_emulator.state.sessions import SessionLock, SessionUnavailable
@@ -217,20 +217,38 @@ class Receiver(Endpoint):
 
 def settle(entity: ReceivableEntity, token: uuid.UUID, state: int, remote: Any) -> None:
     """Apply a client outcome to a locked message (raises ``LockLost``)."""
+    changes = properties_to_modify(state, remote)
+    if changes:
+        entity.rewrite_locked(token, with_application_properties(entity.locked(token).payload, changes))
     if state == Delivery.ACCEPTED:
         entity.complete(token)
     elif state == Delivery.RELEASED:
         entity.release(token)
     elif state == Delivery.MODIFIED:
+        # Service Bus reads modified by undeliverable-here alone: set, it defers; unset, it abandons and
+        # counts the attempt whatever delivery-failed says (the JS SDK leaves delivery-failed unset).
         if remote.undeliverable:
             entity.defer(token)
-        elif remote.failed:
-            entity.abandon(token)
         else:
-            entity.release(token)
+            entity.abandon(token)
     elif state == Delivery.REJECTED:
         reason, description = dead_letter_details(remote.condition)
         entity.dead_letter_locked(token, reason, description)
+
+
+_DEAD_LETTER_KEYS = frozenset({"DeadLetterReason", "DeadLetterErrorDescription"})
+
+
+def properties_to_modify(state: int, remote: Any) -> dict[str, Any]:
+    """The application properties an abandon, defer or dead-letter asks to set: a modified outcome's
+    message-annotations, or a rejection's error info beside the dead-letter reason and description."""
+    if state == Delivery.MODIFIED:
+        given = codec.own(remote.annotations or {})
+    elif state == Delivery.REJECTED and remote.condition is not None:
+        given = codec.own(remote.condition.info or {})
+    else:
+        return {}
+    return {str(k): v for k, v in given.items() if str(k) not in _DEAD_LETTER_KEYS}
 
 
 def dead_letter_details(rejection: Any) -> tuple[str | None, str | None]:

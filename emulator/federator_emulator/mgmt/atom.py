@@ -4,7 +4,11 @@ subscriptions, rules, and their runtime properties).
 Requests carry a SAS token with the Manage claim, or a bearer token whose principal has it (the
 Azure Service Bus Data Owner role; see ``mgmt.authorization``). A PUT without
 ``If-Match`` creates (409 if the entity exists); with ``If-Match: *`` it updates (404 if it
-does not), as on Azure. Paths are case-insensitive entity names, like the data plane's.
+does not), as on Azure. Paths are case-insensitive, entity names like the data plane's and the words
+between them (``Subscriptions``, ``Rules``, ``$Resources``) as Azure takes them, a list path with or without
+its trailing slash; entry ids name the entities as they were created, under Azure's spelling of those
+words (the JS SDK reads the names out of the id). Errors, a path no route serves included, are ATOM
+``<Error>`` bodies.
 """
 
 from __future__ import annotations
@@ -15,12 +19,12 @@ from typing import Any
 
 from aiohttp import web
 
-from federator_contract.emulatorconfig import QueueConfig, SubscriptionConfig, TopicConfig
-from federator_emulator.mgmt import atomxml, authorization, entities
+from federator_contract.emulatorconfig import QueueConfig, RuleConfig, SubscriptionConfig, TopicConfig
+from federator_emulator.mgmt import atomxml, authorization, descriptions, entities
 from federator_emulator.mgmt.arm import Handler
 from federator_emulator.mgmt.common import Backend, MgmtError, as_mgmt_error
-from federator_emulator.mgmt.entities import Put, QueueView, SubscriptionView, TopicView
-from federator_emulator.mgmt.mapping import config_from_properties, properties_of
+from federator_emulator.mgmt.entities import Put, SubscriptionView
+from federator_emulator.mgmt.mapping import config_from_properties
 from federator_emulator.state.eventhubs import UnknownEntity
 from federator_emulator.state.namespace import NamespaceState
 
@@ -28,27 +32,41 @@ logger = logging.getLogger(__name__)
 
 _XML = "application/atom+xml"
 _DEFAULT_PAGE = 100
-
-
-def _queue_xml(view: QueueView) -> str:
-    extra = {"messageCount": view.counts.total, "sizeInBytes": view.counts.size_bytes}
-    return atomxml.entity_description("QueueDescription", properties_of(view.config), view.counts, extra)
-
-
-def _topic_xml(view: TopicView) -> str:
-    extra = {"sizeInBytes": view.counts.size_bytes, "subscriptionCount": view.subscription_count}
-    return atomxml.entity_description("TopicDescription", properties_of(view.config), view.counts, extra)
-
-
-def _subscription_xml(view: SubscriptionView) -> str:
-    extra = {"messageCount": view.counts.total}
-    return atomxml.entity_description(
-        "SubscriptionDescription", properties_of(view.config), view.counts, extra
-    )
+# Path words matched in any case; a list path may end in a slash (the JS SDK writes one).
+_RESOURCES = r"/{_resources:(?i:\$resources)}"
+_SUBSCRIPTIONS = "/{_subscriptions:(?i:subscriptions)}"
+_RULES = "/{_rules:(?i:rules)}"
+_SLASH = "{_slash:/?}"
+_NAMESPACE_INFO = r"/{_info:(?i:\$namespaceinfo)}"
+# ARM's and DNS's paths: their own APIs answer for them, in JSON.
+_ARM_PREFIXES = ("/subscriptions/", "/providers/")
 
 
 def _xml_response(text: str, status: int = 200) -> web.Response:
     return web.Response(text=text, status=status, content_type=_XML)
+
+
+def entity_url(request: web.Request, topic_or_entity: str, subscription: str = "", rule: str = "") -> str:
+    """An entry's id as Azure writes it: ``https://host/t/Subscriptions/s/Rules/r``."""
+    url = f"https://{request.host}/{topic_or_entity}"
+    if subscription:
+        url += f"/Subscriptions/{subscription}"
+    if rule:
+        url += f"/Rules/{rule}"
+    return url
+
+
+@web.middleware
+async def unrouted_as_atom(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A path no route serves is answered as Service Bus does, with an ATOM ``<Error>`` (the SDK cannot
+    read aiohttp's text/plain 404)."""
+    try:
+        return await handler(request)
+    except web.HTTPNotFound as exc:
+        if request.path.lower().startswith(_ARM_PREFIXES):
+            raise
+        detail = f"No service is hosted at the specified address {request.path!r}."
+        return _xml_response(atomxml.error(exc.status, detail), exc.status)
 
 
 class AtomApi:
@@ -57,18 +75,19 @@ class AtomApi:
         self.state: NamespaceState = backend.namespaces[namespace]
 
     def routes(self) -> list[web.RouteDef]:
-        subs = "/{topic}/subscriptions"
-        rules = subs + "/{subscription}/rules"
+        subs = "/{topic}" + _SUBSCRIPTIONS
+        rules = subs + "/{subscription}" + _RULES
         return [
-            web.get("/$Resources/{kind}", self._guard(self.list_entities)),
+            web.get(_RESOURCES + "/{kind}" + _SLASH, self._guard(self.list_entities)),
+            web.get(_NAMESPACE_INFO, self._guard(self.get_namespace_info)),
             web.get("/{entity}", self._guard(self.get_entity)),
             web.put("/{entity}", self._guard(self.put_entity)),
             web.delete("/{entity}", self._guard(self.delete_entity)),
-            web.get(subs, self._guard(self.list_subscriptions)),
+            web.get(subs + _SLASH, self._guard(self.list_subscriptions)),
             web.get(subs + "/{subscription}", self._guard(self.get_subscription)),
             web.put(subs + "/{subscription}", self._guard(self.put_subscription)),
             web.delete(subs + "/{subscription}", self._guard(self.delete_subscription)),
-            web.get(rules, self._guard(self.list_rules)),
+            web.get(rules + _SLASH, self._guard(self.list_rules)),
             web.get(rules + "/{rule}", self._guard(self.get_rule)),
             web.put(rules + "/{rule}", self._guard(self.put_rule)),
             web.delete(rules + "/{rule}", self._guard(self.delete_rule)),
@@ -111,13 +130,13 @@ class AtomApi:
             raise MgmtError(404, "NotFound", f"unsupported resource collection {kind!r}")
         skip = int(request.query.get("$skip", 0))
         top = int(request.query.get("$top", _DEFAULT_PAGE))
-        base = f"https://{request.host}"
         if kind == "queues":
             views: list[Any] = await self._run(entities.list_queues)
-            items = [(f"{base}/{v.config.name}", v.config.name, _queue_xml(v)) for v in views]
+            render: Callable[[Any], str] = descriptions.queue
         else:
             views = await self._run(entities.list_topics)
-            items = [(f"{base}/{v.config.name}", v.config.name, _topic_xml(v)) for v in views]
+            render = descriptions.topic
+        items = [(entity_url(request, v.config.name), v.config.name, render(v)) for v in views]
         return _xml_response(self._page(request, kind, items, skip, top))
 
     def _page(
@@ -128,18 +147,26 @@ class AtomApi:
             next_url = str(request.url.update_query({"$skip": str(skip + top), "$top": str(top)}))
         return atomxml.feed(self._url(request), title, items[skip : skip + top], next_url)
 
-    def _entity_xml(self, state: NamespaceState, name: str) -> str:
-        """A queue's or topic's description (the same path serves both, as on Azure)."""
+    def _entity_xml(self, state: NamespaceState, name: str) -> tuple[str, str]:
+        """A queue's or topic's name as created and description (the same path serves both, as on Azure)."""
         if name.lower() in state.queues:
-            return _queue_xml(entities.queue_view(state, name))
+            queue = entities.queue_view(state, name)
+            return queue.config.name, descriptions.queue(queue)
         if name.lower() in state.topics:
-            return _topic_xml(entities.topic_view(state, name))
+            topic = entities.topic_view(state, name)
+            return topic.config.name, descriptions.topic(topic)
         raise UnknownEntity(f"entity {name!r} not found in namespace {state.name!r}")
 
     async def get_entity(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["entity"]
-        description = await self._run(lambda s: self._entity_xml(s, name))
-        return _xml_response(atomxml.entry(self._url(request), name, description))
+        name, description = await self._run(lambda s: self._entity_xml(s, request.match_info["entity"]))
+        return _xml_response(atomxml.entry(entity_url(request, name), name, description))
+
+    async def get_namespace_info(self, request: web.Request) -> web.StreamResponse:
+        """``$namespaceinfo`` (``getNamespaceProperties``): a Standard messaging namespace."""
+        name = self.state.config.arm_namespace_name
+        created = atomxml.timestamp_text(self.state.created_at)
+        info = atomxml.namespace_info(name, created)
+        return _xml_response(atomxml.entry(f"https://{request.host}/$namespaceinfo", name, info))
 
     async def put_entity(self, request: web.Request) -> web.StreamResponse:
         name, mode = request.match_info["entity"], self._mode(request)
@@ -148,14 +175,15 @@ class AtomApi:
         if kind == "QueueDescription":
             queue = config_from_properties(QueueConfig, name, properties)
             created, view = await self._run(lambda s: entities.put_queue(s, queue, mode))
-            text = _queue_xml(view)
+            text = descriptions.queue(view)
         elif kind == "TopicDescription":
             topic = config_from_properties(TopicConfig, name, properties)
             created, view = await self._run(lambda s: entities.put_topic(s, topic, mode))
-            text = _topic_xml(view)
+            text = descriptions.topic(view)
         else:
             raise MgmtError(400, "BadRequest", f"unsupported description {kind!r}")
-        return _xml_response(atomxml.entry(self._url(request), name, text), 201 if created else 200)
+        name = view.config.name
+        return _xml_response(atomxml.entry(entity_url(request, name), name, text), 201 if created else 200)
 
     async def delete_entity(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["entity"]
@@ -173,18 +201,27 @@ class AtomApi:
     async def list_subscriptions(self, request: web.Request) -> web.StreamResponse:
         topic = request.match_info["topic"]
         views: list[SubscriptionView] = await self._run(lambda s: entities.list_subscriptions(s, topic))
-        url = self._url(request)
-        items = [(f"{url}/{v.config.name}", v.config.name, _subscription_xml(v)) for v in views]
+        items = [
+            (self._subscription_url(request, v), v.config.name, descriptions.subscription(v)) for v in views
+        ]
         return _xml_response(self._page(request, "subscriptions", items, *self._paging(request)))
 
     @staticmethod
     def _paging(request: web.Request) -> tuple[int, int]:
         return int(request.query.get("$skip", 0)), int(request.query.get("$top", _DEFAULT_PAGE))
 
+    @staticmethod
+    def _subscription_url(request: web.Request, view: SubscriptionView) -> str:
+        return entity_url(request, view.topic, view.config.name)
+
+    def _subscription_entry(self, request: web.Request, view: SubscriptionView) -> str:
+        url = self._subscription_url(request, view)
+        return atomxml.entry(url, view.config.name, descriptions.subscription(view))
+
     async def get_subscription(self, request: web.Request) -> web.StreamResponse:
         topic, name = request.match_info["topic"], request.match_info["subscription"]
         view = await self._run(lambda s: entities.subscription_view(s, topic, name))
-        return _xml_response(atomxml.entry(self._url(request), name, _subscription_xml(view)))
+        return _xml_response(self._subscription_entry(request, view))
 
     async def put_subscription(self, request: web.Request) -> web.StreamResponse:
         topic, name, mode = (
@@ -194,10 +231,11 @@ class AtomApi:
         )
         _, description = atomxml.parse_description(await request.read())
         config = config_from_properties(SubscriptionConfig, name, atomxml.description_properties(description))
+        default_rule = atomxml.default_rule(description)
+        if default_rule is not None:
+            config = config.model_copy(update={"rules": [default_rule]})
         created, view = await self._run(lambda s: entities.put_subscription(s, topic, config, mode))
-        return _xml_response(
-            atomxml.entry(self._url(request), name, _subscription_xml(view)), 201 if created else 200
-        )
+        return _xml_response(self._subscription_entry(request, view), 201 if created else 200)
 
     async def delete_subscription(self, request: web.Request) -> web.StreamResponse:
         topic, name = request.match_info["topic"], request.match_info["subscription"]
@@ -208,15 +246,21 @@ class AtomApi:
     async def list_rules(self, request: web.Request) -> web.StreamResponse:
         topic, sub = request.match_info["topic"], request.match_info["subscription"]
         rules = await self._run(lambda s: entities.list_rules(s, topic, sub))
-        url = self._url(request)
-        items = [(f"{url}/{r.name}", r.name, atomxml.rule_description(r)) for r in rules]
+        items = [
+            (entity_url(request, topic, sub, r.name), r.name, atomxml.rule_description(r)) for r in rules
+        ]
         return _xml_response(self._page(request, "rules", items, *self._paging(request)))
 
     async def get_rule(self, request: web.Request) -> web.StreamResponse:
         m = request.match_info
         topic, sub, name = m["topic"], m["subscription"], m["rule"]
         rule = await self._run(lambda s: entities.rule_view(s, topic, sub, name))
-        return _xml_response(atomxml.entry(self._url(request), name, atomxml.rule_description(rule)))
+        return _xml_response(self._rule_entry(request, topic, sub, rule))
+
+    @staticmethod
+    def _rule_entry(request: web.Request, topic: str, subscription: str, rule: RuleConfig) -> str:
+        url = entity_url(request, topic, subscription, rule.name)
+        return atomxml.entry(url, rule.name, atomxml.rule_description(rule))
 
     async def put_rule(self, request: web.Request) -> web.StreamResponse:
         m = request.match_info
@@ -224,9 +268,7 @@ class AtomApi:
         _, description = atomxml.parse_description(await request.read())
         config = atomxml.parse_rule(name, description)
         created, rule = await self._run(lambda s: entities.put_rule(s, topic, sub, config, mode))
-        return _xml_response(
-            atomxml.entry(self._url(request), name, atomxml.rule_description(rule)), 201 if created else 200
-        )
+        return _xml_response(self._rule_entry(request, topic, sub, rule), 201 if created else 200)
 
     async def delete_rule(self, request: web.Request) -> web.StreamResponse:
         m = request.match_info

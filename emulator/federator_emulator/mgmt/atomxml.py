@@ -13,7 +13,6 @@ from xml.sax.saxutils import escape, quoteattr
 
 from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig, RuleValue
 from federator_emulator.mgmt import rulevalues
-from federator_emulator.mgmt.entities import Counts
 from federator_emulator.mgmt.mapping import (
     CORRELATION_FIELDS,
     FALSE_SQL,
@@ -24,7 +23,6 @@ from federator_emulator.mgmt.mapping import (
 
 ATOM = "http://www.w3.org/2005/Atom"
 SB = "http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"
-SB_COUNTS = "http://schemas.microsoft.com/netservices/2011/06/servicebus"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 XSD = "http://www.w3.org/2001/XMLSchema"
 _DECLARATION = '<?xml version="1.0" encoding="utf-8"?>'
@@ -108,45 +106,39 @@ def parse_rule(name: str, description: ET.Element) -> RuleConfig:
     return RuleConfig.model_validate(fields)
 
 
+def default_rule(description: ET.Element) -> RuleConfig | None:
+    """A subscription's ``DefaultRuleDescription``: the rule it is created with instead of ``$Default``
+    (the JS SDK's ``defaultRuleOptions``); unnamed, it is called ``$Default`` as on Azure."""
+    rule = description.find(f"{{{SB}}}DefaultRuleDescription")
+    if rule is None:
+        return None
+    return parse_rule((rule.findtext(f"{{{SB}}}Name") or "").strip() or "$Default", rule)
+
+
 # -- rendering -----------------------------------------------------------------------------------
-def _now() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+def now_text() -> str:
+    return timestamp_text(datetime.now(UTC).timestamp())
 
 
-def _text(value: Any) -> str:
+def timestamp_text(epoch_seconds: float) -> str:
+    return datetime.fromtimestamp(epoch_seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def namespace_info(name: str, created: str) -> str:
+    """The ``NamespaceInfo`` of ``$namespaceinfo``: what a Standard namespace reports."""
+    fields = {"CreatedTime": created, "MessagingSKU": "Standard", "ModifiedTime": created, "Name": name}
+    fields["NamespaceType"] = "Messaging"
+    return f'<NamespaceInfo xmlns="{SB}" xmlns:i="{XSI}">{_elements(fields)}</NamespaceInfo>'
+
+
+def xml_text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else escape(str(value))
 
 
 def _elements(values: dict[str, Any]) -> str:
     return "".join(
-        f"<{_upper_first(k)}>{_text(v)}</{_upper_first(k)}>" for k, v in values.items() if v is not None
+        f"<{_upper_first(k)}>{xml_text(v)}</{_upper_first(k)}>" for k, v in values.items() if v is not None
     )
-
-
-def _count_details(counts: Counts) -> str:
-    details = {
-        "ActiveMessageCount": counts.active,
-        "DeadLetterMessageCount": counts.dead_letter,
-        "ScheduledMessageCount": counts.scheduled,
-        "TransferMessageCount": 0,
-        "TransferDeadLetterMessageCount": 0,
-    }
-    inner = "".join(f"<d2p1:{k}>{v}</d2p1:{k}>" for k, v in details.items())
-    return f'<CountDetails xmlns:d2p1="{SB_COUNTS}">{inner}</CountDetails>'
-
-
-def entity_description(kind: str, properties: dict[str, Any], counts: Counts, extra: dict[str, Any]) -> str:
-    """A ``QueueDescription``/``TopicDescription``/``SubscriptionDescription`` element."""
-    now = _now()
-    values = {
-        **properties,
-        **extra,
-        "status": "Active",
-        "createdAt": now,
-        "updatedAt": now,
-        "accessedAt": now,
-    }
-    return f'<{kind} xmlns="{SB}" xmlns:i="{XSI}">{_elements(values)}{_count_details(counts)}</{kind}>'
 
 
 def _key_values_xml(container: str, items: dict[str, RuleValue]) -> str:
@@ -190,12 +182,12 @@ def rule_description(config: RuleConfig) -> str:
         action = '<Action i:type="EmptyRuleAction"/>'
     return (
         f'<RuleDescription xmlns="{SB}" xmlns:i="{XSI}">{rule_filter}{action}'
-        f"<CreatedAt>{_now()}</CreatedAt><Name>{escape(config.name)}</Name></RuleDescription>"
+        f"<CreatedAt>{now_text()}</CreatedAt><Name>{escape(config.name)}</Name></RuleDescription>"
     )
 
 
 def _entry_body(url: str, title: str, description: str) -> str:
-    now = _now()
+    now = now_text()
     return (
         f'<id>{escape(url)}</id><title type="text">{escape(title)}</title>'
         f"<published>{now}</published><updated>{now}</updated>"
@@ -216,7 +208,7 @@ def feed(url: str, title: str, entries: list[tuple[str, str, str]], next_url: st
     body = "".join(f"<entry>{_entry_body(*e)}</entry>" for e in entries)
     return (
         f'{_DECLARATION}<feed xmlns="{ATOM}"><title type="text">{escape(title)}</title>'
-        f"<id>{escape(url)}</id><updated>{_now()}</updated>{links}{body}</feed>"
+        f"<id>{escape(url)}</id><updated>{now_text()}</updated>{links}{body}</feed>"
     )
 
 

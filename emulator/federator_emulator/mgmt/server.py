@@ -25,7 +25,7 @@ from federator_emulator.identity.endpoint import TokenEndpoint
 from federator_emulator.identity.tenant import Tenant
 from federator_emulator.mgmt import authorization, tls
 from federator_emulator.mgmt.arm import ArmApi
-from federator_emulator.mgmt.atom import AtomApi
+from federator_emulator.mgmt.atom import AtomApi, unrouted_as_atom
 from federator_emulator.mgmt.authorization import Authorizer
 from federator_emulator.mgmt.common import Backend, Submitter
 from federator_emulator.mgmt.dns import DnsApi, DnsStore
@@ -100,7 +100,7 @@ class ManagementServer:
         return self.tls.ca_path
 
     def _app(self, namespace: str) -> web.Application:
-        app = web.Application(client_max_size=4 * 1024 * 1024)
+        app = web.Application(client_max_size=4 * 1024 * 1024, middlewares=[unrouted_as_atom])
         app[authorization.KEY] = self._authorizer
         app.add_routes([websocket.route(lambda sock: self._adopt(namespace, sock))])
         app.add_routes(TokenEndpoint(self.tenant).routes())

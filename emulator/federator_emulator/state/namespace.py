@@ -46,6 +46,7 @@ class NamespaceState:
         self.config = config
         self.journal: Journal = journal or NullJournal()
         self.clock = clock
+        self.created_at = clock()  # epoch seconds: what ``$namespaceinfo`` reports
         self.event_hubs: dict[str, EventHub] = {}
         self.queues: dict[str, Queue] = {}
         self.topics: dict[str, Topic] = {}

@@ -267,6 +267,12 @@ class ReceivableEntity:
         self.journal.write({**meta, "st": int(message.state)})
 
     # -- settlement ---------------------------------------------------------------------
+    def rewrite_locked(self, token: uuid.UUID, payload: bytes) -> None:
+        """Replace a locked message's bytes (the properties a settlement modifies), durably."""
+        message = self.locked(token)
+        message.payload = payload
+        self.journal.write({"k": "pay", "e": self.path, "s": message.sequence_number}, payload)
+
     def complete(self, token: uuid.UUID) -> None:
         self._remove(self.locked(token))
 
@@ -419,6 +425,8 @@ class ReceivableEntity:
             )
         elif kind == "del":
             self.messages.pop(seq, None)
+        elif kind == "pay" and seq in self.messages:
+            self.messages[seq].payload = payload
         elif kind == "upd" and seq in self.messages:
             message = self.messages[seq]
             message.delivery_count = meta["dc"]
