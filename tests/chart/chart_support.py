@@ -28,6 +28,21 @@ MATRIX: dict[str, dict[str, Any]] = {
                        "metrics": {"service": {"enabled": False}},
                        "spark": {"serviceAccount": {"create": False}},
                        "serviceAccount": {"create": False, "name": "existing"}},
+    "network-policy-namespaced": {
+        "watchNamespaces": ["team-a", "team-b"],
+        "networkPolicy": {
+            "enabled": True,
+            "sparkPods": True,
+            "metricsFrom": [
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+            "dnsTo": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                       "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+            "apiServer": {"cidrs": ["10.0.0.1/32"], "ports": [443]},
+            "azure": {"cidrs": ["10.20.0.0/16", "fd00:20::/64"], "ports": [443, 5671]},
+            "extraEgress": [{"to": [{"ipBlock": {"cidr": "10.30.0.5/32"}}], "ports": [{"port": 3128}]}]}},
+    "network-policy-all-namespaces": {"watchAllNamespaces": True,
+                                      "networkPolicy": {"enabled": True, "sparkPods": True},
+                                      "spark": {"rpcSecret": {"create": False}}},
     "apache-launcher-pinned-images": {
         "launcher": {"default": "apache"},
         "azure": {"armEndpoint": "https://management.chinacloudapi.cn", "driftIntervalSeconds": 60},

@@ -31,6 +31,11 @@ BAD: dict[str, dict[str, Any]] = {
     "unknown pull policy": {"image": {"repository": "x", "pullPolicy": "Sometimes"}},
     "malformed scrape interval": {"metrics": {"serviceMonitor": {"interval": "thirty seconds"}}},
     "spark version not x.y.z": {"spark": {"version": "4.3"}},
+    "network policy not a switch": {"networkPolicy": {"enabled": "yes"}},
+    "network policy port out of range": {"networkPolicy": {"enabled": True, "azure": {"ports": [70000]}}},
+    "network policy address not a CIDR": {"networkPolicy": {"apiServer": {"cidrs": ["kubernetes.default"]}}},
+    "unknown network policy key (typo)": {"networkPolicy": {"metricFrom": []}},
+    "spark RPC secret switch not a boolean": {"spark": {"rpcSecret": {"create": "no"}}},
 }
 GOOD: dict[str, dict[str, Any]] = {
     "ha in two namespaces": {"replicas": 2, "watchNamespaces": ["team-a", "team-b"]},

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from federator.planning.launchers.pods import DRIVER_CONTAINER, EXECUTOR_CONTAINER, metrics_port, pod_spec
+from federator.planning.launchers.rpc import rpc_spark_conf
 from federator.planning.task import SparkAppPlan, child_meta
 
 API_VERSION = "spark.apache.org/v1"
@@ -31,6 +32,7 @@ def render(plan: SparkAppPlan) -> dict[str, Any]:
         "spark.executor.instances": str(plan.executor_instances),
         "spark.executor.cores": str(plan.executor.cores),
         "spark.executor.memory": plan.executor.memory,
+        **rpc_spark_conf(),
     }
     return {
         "apiVersion": API_VERSION,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from federator.planning.launchers.pods import DRIVER_CONTAINER, EXECUTOR_CONTAINER, metrics_port, pod_spec
+from federator.planning.launchers.rpc import rpc_spark_conf
 from federator.planning.task import SparkAppPlan, child_meta
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
@@ -30,7 +31,7 @@ def render(plan: SparkAppPlan) -> dict[str, Any]:
             "mainApplicationFile": plan.main_file,
             "arguments": list(plan.arguments),
             "sparkVersion": plan.spark_version,
-            "sparkConf": dict(plan.spark_conf),
+            "sparkConf": {**plan.spark_conf, **rpc_spark_conf()},
             # A stream never completes: restart it whenever it stops, with a pause between attempts.
             "restartPolicy": {
                 "type": "Always",

@@ -1,7 +1,8 @@
 """The driver and executor pod templates both launchers hand to Spark: secret env vars, the task config,
-the ConfigMap keys editors read, the checkpoint volume, and what Pod Security "restricted" asks of every
-pod (non-root with the image's uid/gid, no privilege escalation, no capabilities, the runtime's seccomp
-profile, a read-only root filesystem with emptyDir volumes where Spark and Python write).
+the ConfigMap keys editors read, the checkpoint volume, the RPC secret (rpc.py), and what Pod Security
+"restricted" asks of every pod (non-root with the image's uid/gid, no privilege escalation, no
+capabilities, the runtime's seccomp profile, a read-only root filesystem with emptyDir volumes where
+Spark and Python write).
 
 Spark builds each pod from its template and adds only its own ConfigMap and emptyDir volumes, env vars
 and container ports, so the pods keep what the template says (docs/launchers.md)."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from federator.planning.launchers.rpc import rpc_volume, rpc_volume_mount
 from federator.planning.task import CHECKPOINT_MOUNT, CONFIG_MAP_DIR, TASK_CONFIG_DIR, SparkAppPlan
 
 # The container names Spark looks for in the templates (both Spark operators pass Spark's defaults).
@@ -45,6 +47,10 @@ def pod_spec(plan: SparkAppPlan, container: str, ports: list[dict[str, Any]] | N
         main["ports"] = ports
     return {
         "serviceAccountName": plan.service_account,
+        # The driver creates and watches its executors with the account's API token; executors never call
+        # the API server, so a process that breaks out of a task's code there gets no token to use. (The
+        # workload identity webhook projects its own Azure-audience token whatever this says.)
+        "automountServiceAccountToken": container == DRIVER_CONTAINER,
         "securityContext": pod_security_context(plan),
         "volumes": volumes(plan),
         "containers": [main],
@@ -100,6 +106,7 @@ def volumes(plan: SparkAppPlan) -> list[dict[str, Any]]:
         {"name": TASK_VOLUME, "configMap": {"name": plan.config_map}},
         {"name": TMP_VOLUME, "emptyDir": {}},
         {"name": LOCAL_DIR_VOLUME, "emptyDir": {}},
+        rpc_volume(),
     ]
     for index, (name, keys) in enumerate(_config_maps(plan).items()):
         items = [{"key": key, "path": key} for key in keys]
@@ -119,6 +126,7 @@ def volume_mounts(plan: SparkAppPlan) -> list[dict[str, Any]]:
         {"name": TASK_VOLUME, "mountPath": TASK_CONFIG_DIR, "readOnly": True},
         {"name": TMP_VOLUME, "mountPath": TMP_DIR},
         {"name": LOCAL_DIR_VOLUME, "mountPath": LOCAL_DIR},
+        rpc_volume_mount(),
     ]
     for index, name in enumerate(_config_maps(plan)):
         mounts.append(
