@@ -58,6 +58,15 @@ class OperatorSettings:
     allowed_spark_conf: str = ""
     """Spark settings a task may set besides the built-in tuning keys: comma-separated keys or globs
     (`podPolicy.sparkConf`)."""
+    allowed_endpoint_suffixes: str = ""
+    """Host suffixes a `workloadIdentity` connection may name besides Azure's own (public, partitioned and
+    sovereign clouds; validation/credential_scope.py): comma-separated, e.g. an emulator's Service name or
+    a private DNS zone (the chart's `credentials.endpointSuffixes`). A token is sent to that host."""
+    operator_identity_namespaces: str = ""
+    """Namespaces whose FailoverGroups and ReplicationTask probes may sign in with the operator's own
+    Azure identity (a `workloadIdentity` connection): comma-separated names or globs, `*` for all. None
+    by default: elsewhere a connection brings its own credential (`secretRef`); the chart's
+    `credentials.operatorIdentityNamespaces`."""
 
     def __post_init__(self) -> None:
         for name in ("spark_run_as_user", "spark_run_as_group"):
@@ -75,6 +84,11 @@ class OperatorSettings:
             if name in env:
                 values[f.name] = _parse(name, env[name], hints[f.name])
         return cls(**values)  # type: ignore[arg-type]
+
+
+def listed(value: str) -> list[str]:
+    """The items of a comma-separated setting (`FEDERATOR_ALLOWED_*`), blanks dropped."""
+    return [item.strip() for item in value.split(",") if item.strip()]
 
 
 def _parse(name: str, raw: str, hint: object) -> object:

@@ -186,7 +186,7 @@ def test_every_workload_identity_connection_must_match_the_annotation() -> None:
     found = judge_service_account(_plan(doc), account("federator-spark", CLIENT_ID))
     assert found is not None
     reason, message = found
-    assert reason == "WorkloadIdentityClientIdMismatch" and "spec.source connection" in message
+    assert reason == "WorkloadIdentityClientIdMismatch" and "spec.source.eventHub.connection" in message
 
 
 @pytest.mark.parametrize(

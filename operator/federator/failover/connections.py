@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from federator import reasons
 from federator.planning.errors import PlanningError
 from federator.provision.secrets import SecretSource, secret_values
-from federator_contract.api.base import EndpointConnection, NamespaceConnection
+from federator.validation.credential_scope import (
+    BRING_YOUR_OWN,
+    ENDPOINT_HOST_NOT_ALLOWED,
+    OPERATOR_IDENTITY_NOT_ALLOWED,
+    CredentialScope,
+    operator_scope,
+)
+from federator_contract.api.base import EndpointConnection, NamespaceConnection, WorkloadIdentity
 
 
 @dataclass(frozen=True)
@@ -35,15 +42,20 @@ async def resolve_connection(
     connection: NamespaceConnection | EndpointConnection,
     emulators: Mapping[str, str] | None = None,
     where: str = "connection",
+    scope: CredentialScope | None = None,
 ) -> MemberConnection:
-    """Raises ManagementError (SecretNotFound, SecretKeyNotFound) or PlanningError (EmulatorOnlyInLocalMode)
-    when it cannot. `emulators` maps emulator namespace names to connection strings (local mode only)."""
+    """Raises ManagementError (SecretNotFound, SecretKeyNotFound) or PlanningError (EmulatorOnlyInLocalMode,
+    and for a workload identity, which the operator signs in with itself: EndpointHostNotAllowed,
+    OperatorIdentityNotAllowed) when it cannot. `emulators` maps emulator namespace names to connection
+    strings (local mode only); `scope` is the installer's credential scope (default: the operator's
+    settings from its environment)."""
     if connection.secret_ref is not None:
         ref = connection.secret_ref
         values = await secret_values(client, namespace, ref.name, (ref.key,))
         return MemberConnection(connection_string=values[ref.key])
     if connection.workload_identity is not None:
         identity = connection.workload_identity
+        _refuse_out_of_scope(identity, namespace, where, scope or operator_scope())
         return MemberConnection(
             fully_qualified_namespace=identity.fully_qualified_namespace, client_id=identity.client_id
         )
@@ -57,3 +69,18 @@ async def resolve_connection(
             )
         return MemberConnection(connection_string=found)
     raise PlanningError(reasons.INVALID_SPEC, f"{where} names no namespace")
+
+
+def _refuse_out_of_scope(
+    identity: WorkloadIdentity, namespace: str, where: str, scope: CredentialScope
+) -> None:
+    """The operator's own token goes only to Azure's hosts, for the namespaces the installer lists."""
+    host = scope.host_refusal(identity)
+    if host is not None:
+        raise PlanningError(ENDPOINT_HOST_NOT_ALLOWED, f"{where}: {host}")
+    lent = scope.identity_refusal(namespace)
+    if lent is not None:
+        raise PlanningError(
+            OPERATOR_IDENTITY_NOT_ALLOWED,
+            f"{where} signs in with workload identity, as the operator; {lent}: {BRING_YOUR_OWN}",
+        )

@@ -13,17 +13,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+
+from pydantic import TypeAdapter
 
 from federator import reasons
 from federator.planning.errors import PlanningError
-from federator_contract.api.failovergroup import FailoverMember
+from federator_contract.api.base import EndpointConnection, FailoverGroupReference
+from federator_contract.api.connections import ConnectionSite, connections, with_connection
+from federator_contract.api.failovergroup import FailoverGroupStatus, FailoverMember
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.taskconfig import FollowingSource
 
-# Where connections sit in a task spec (camelCase, as stored): the source's, then every destination's.
-_SOURCE_KINDS = ("eventHub", "serviceBus")
 ANNOTATION = "federator.io/following"
+# The task config carries times as the API does (RFC 3339, `Z` for UTC).
+_TIME = TypeAdapter(datetime)
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class Following:
     source: FollowingSource | None = None
     """When the source follows a group: which member it reads, and how it resumes after a switch."""
     members: dict[str, str] = field(default_factory=dict)
-    """Spec path of each following connection → `group/member` it uses now."""
+    """Spec path of each following endpoint (e.g. `spec.targets[0].eventHub`) → `group/member` it uses now."""
 
     @property
     def source_member(self) -> str | None:
@@ -50,69 +55,65 @@ class Following:
 
 def followed_groups(spec: ReplicationTaskSpec) -> list[str]:
     """Names of the FailoverGroups the task follows, each once."""
-    raw = spec.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return sorted({ref["name"] for _, _, ref in _references(raw)})
+    return sorted({ref.name for _, ref in _references(spec)})
 
 
 def resolve_following(spec: ReplicationTaskSpec, groups: Mapping[str, Mapping[str, Any] | None]) -> Following:
     """`groups` maps each followed group's name to the object as read (None: it does not exist). Raises
     PlanningError: FailoverGroupNotFound, or FailoverGroupPending while a group has chosen no members."""
-    raw = spec.model_dump(by_alias=True, mode="json", exclude_none=True)
-    references = list(_references(raw))
+    references = _references(spec)
     if not references:
         return Following(spec)
     source: FollowingSource | None = None
     members: dict[str, str] = {}
-    for path, holder, ref in references:
-        group = groups.get(ref["name"])
+    resolved = spec
+    for site, ref in references:
+        group = groups.get(ref.name)
         if group is None:
             raise PlanningError(
                 reasons.FAILOVER_GROUP_NOT_FOUND,
-                f"{path} follows FailoverGroup {ref['name']}, which does not exist in this namespace",
+                f"{_endpoint(site)} follows FailoverGroup {ref.name}, which does not exist in this namespace",
             )
-        is_source = path.startswith("spec.source")
-        role = "consumerMember" if is_source else "producerMember"
-        status = group.get("status") or {}
-        chosen = status.get(role)
-        member = next(
-            (
-                FailoverMember.model_validate(m)
-                for m in (group.get("spec") or {}).get("members") or []
-                if m.get("name") == chosen
-            ),
-            None,
-        )
+        status = FailoverGroupStatus.model_validate(group.get("status") or {})
+        reads = site.role == "source"  # a task reads like a consumer, writes like a producer
+        member = _member(group, status.consumer_member if reads else status.producer_member)
         if member is None:
+            chosen = "consumers'" if reads else "producers'"
             raise PlanningError(
                 reasons.FAILOVER_GROUP_PENDING,
-                f"{path} follows FailoverGroup {ref['name']}, which has not published its {role} yet",
+                f"{_endpoint(site)} follows FailoverGroup {ref.name}, which has not published its {chosen} "
+                "member yet",
             )
-        holder["connection"] = member.connection.model_dump(by_alias=True, mode="json", exclude_none=True)
-        members[path] = f"{ref['name']}/{member.name}"
-        if is_source:
+        # Through the fields' values, so that a kind of connection only a member may have fails loudly.
+        concrete = EndpointConnection.model_validate(member.connection.model_dump(exclude_none=True))
+        resolved = with_connection(resolved, site.steps, concrete)
+        members[_endpoint(site)] = f"{ref.name}/{member.name}"
+        if reads:
+            since = status.consumer_since
             source = FollowingSource(
-                group=ref["name"],
+                group=ref.name,
                 member=member.name,
-                switched_at=status.get("consumerSince"),
-                skew_seconds=ref["resumeSkewSeconds"],  # the dump carries the API's default
+                switched_at=_TIME.dump_python(since, mode="json") if since is not None else None,
+                skew_seconds=ref.resume_skew_seconds,
             )
-    return Following(ReplicationTaskSpec.model_validate(raw), source, members)
+    return Following(resolved, source, members)
 
 
-def _references(raw: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(spec path, the dict holding `connection`, the `failoverGroupRef`) of every following connection."""
-    holders: list[tuple[str, dict[str, Any]]] = []
-    for kind in _SOURCE_KINDS:
-        if kind in raw["source"]:
-            holders.append((f"spec.source.{kind}", raw["source"][kind]))
-    endpoints = [(f"spec.targets[{i}]", t) for i, t in enumerate(raw["targets"])]
-    endpoints += [(f"spec.{key}", raw[key]) for key in ("unrouted", "deadLetter") if key in raw]
-    for path, endpoint in endpoints:
-        for kind in _SOURCE_KINDS:
-            if kind in endpoint:
-                holders.append((f"{path}.{kind}", endpoint[kind]))
-    return [
-        (path, holder, holder["connection"]["failoverGroupRef"])
-        for path, holder in holders
-        if "failoverGroupRef" in holder.get("connection", {})
-    ]
+def _member(group: Mapping[str, Any], chosen: str | None) -> FailoverMember | None:
+    """The member named ``chosen`` of the group's spec (only the members are read: the rest of a group's
+    spec is its controller's business)."""
+    if chosen is None:
+        return None
+    spec = group.get("spec") or {}
+    found = (FailoverMember.model_validate(m) for m in spec.get("members") or [] if m.get("name") == chosen)
+    return next(found, None)
+
+
+def _endpoint(site: ConnectionSite) -> str:
+    """The endpoint that follows, e.g. `spec.source.serviceBus` (the key of `Following.members`)."""
+    return site.field_path.rpartition(".")[0]
+
+
+def _references(spec: ReplicationTaskSpec) -> list[tuple[ConnectionSite, FailoverGroupReference]]:
+    """Every following connection of ``spec`` with the group it follows."""
+    return [(site, site.followed_group) for site in connections(spec) if site.followed_group is not None]

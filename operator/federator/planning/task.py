@@ -11,10 +11,12 @@ from federator.planning.errors import PlanningError
 from federator.planning.following import Following
 from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.settings import Launcher, OperatorSettings
+from federator.validation.credential_scope import CredentialScope
 from federator.validation.pod_policy import PodPolicy
 from federator.validation.problems import join_path
-from federator_contract.api.base import API_VERSION, ConfigMapKeySelector, FedModel, WorkloadIdentity
-from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec, SparkResources
+from federator_contract.api.base import API_VERSION, ConfigMapKeySelector, WorkloadIdentity
+from federator_contract.api.connections import connections
+from federator_contract.api.replicationtask import ReplicationTaskSpec, SparkResources
 from federator_contract.sparkconf import APP_SPARK_CONF
 from federator_contract.taskconfig import TaskConfig, TaskMetadata
 
@@ -145,6 +147,7 @@ def plan_replication_task(
     if not local:
         _refuse_local_only(spec)
         _refuse_outside_pod_policy(spec, settings)
+        _refuse_hosts_outside_azure(spec, settings)
         _refuse_unmounted_checkpoint(spec)
     owner = Owner(API_VERSION, "ReplicationTask", name, uid) if uid else None
     labels = {
@@ -283,27 +286,28 @@ def task_checkpoint(
 
 
 def workload_identities(spec: ReplicationTaskSpec) -> list[IdentityUse]:
-    """Every connection of ``spec`` that signs in with workload identity."""
+    """Every Event Hubs / Service Bus connection of ``spec`` that signs in with workload identity."""
     found = []
-    for path, model in _connections(spec):
-        identity = getattr(model, "workload_identity", None)
+    for site in connections(spec):
+        identity = site.connection.workload_identity
         if isinstance(identity, WorkloadIdentity):
-            found.append(IdentityUse(path, identity.client_id))
+            found.append(IdentityUse(site.field_path, identity.client_id))
     return found
 
 
 def _refuse_local_only(spec: ReplicationTaskSpec) -> None:
-    for path, model in _connections(spec):
-        if getattr(model, "emulator", None) is not None:
+    for site in connections(spec):
+        if site.connection.emulator is not None:
             raise PlanningError(
                 reasons.EMULATOR_ONLY_IN_LOCAL_MODE,
-                f"{path} points at the built-in emulator, which exists only in local mode (`federator run`); "
-                "use secretRef or workloadIdentity in a cluster",
+                f"{site.field_path} points at the built-in emulator, which exists only in local mode "
+                "(`federator run`); use secretRef or workloadIdentity in a cluster",
             )
-        if getattr(model, "failover_group_ref", None) is not None:
+        if site.followed_group is not None:
             raise PlanningError(
                 reasons.FAILOVER_GROUP_FOLLOWING_NOT_AVAILABLE,
-                f"{path} follows a FailoverGroup: only the operator, which reads the group, can plan it",
+                f"{site.field_path} follows a FailoverGroup: only the operator, which reads the group, can "
+                "plan it",
             )
 
 
@@ -320,6 +324,14 @@ def _refuse_unmounted_checkpoint(spec: ReplicationTaskSpec) -> None:
         )
 
 
+def _refuse_hosts_outside_azure(spec: ReplicationTaskSpec, settings: OperatorSettings) -> None:
+    """A workload identity token only to Azure's hosts and the installer's (validation/credential_scope.py):
+    the pods' identity may be one the installer annotated their ServiceAccount with."""
+    findings = CredentialScope.from_settings(settings).host_findings(spec)
+    if findings:
+        raise PlanningError(findings[0].reason, "; ".join(f"{f.field_path}: {f.message}" for f in findings))
+
+
 def _refuse_outside_pod_policy(spec: ReplicationTaskSpec, settings: OperatorSettings) -> None:
     """The cluster's pods only as the installer allows them (validation/pod_policy.py)."""
     findings = PodPolicy.from_settings(settings).findings(spec.runtime)
@@ -328,26 +340,3 @@ def _refuse_outside_pod_policy(spec: ReplicationTaskSpec, settings: OperatorSett
             findings[0].reason,
             "; ".join(f"{join_path(['spec', *f.path])}: {f.message}" for f in findings),
         )
-
-
-def _connections(spec: ReplicationTaskSpec) -> list[tuple[str, FedModel]]:
-    found: list[tuple[str, FedModel]] = []
-    source = spec.source.event_hub or spec.source.service_bus
-    if source is not None:
-        found.append(("spec.source connection", source.connection))
-    endpoints: list[tuple[str, Endpoint]] = [(f"spec.targets[{i}]", t) for i, t in enumerate(spec.targets)]
-    endpoints += [("spec.unrouted", e) for e in [spec.unrouted] if e is not None]
-    endpoints += [("spec.deadLetter", e) for e in [spec.dead_letter] if e is not None]
-    for path, endpoint in endpoints:
-        hub_or_bus = endpoint.event_hub or endpoint.service_bus
-        if hub_or_bus is not None:
-            found.append((f"{path} connection", hub_or_bus.connection))
-    translation = spec.checkpoint_translation
-    if translation is not None:
-        found.append(
-            ("spec.checkpointTranslation.checkpointStore connection", translation.checkpoint_store.connection)
-        )
-        if translation.target_checkpoint_store is not None:
-            store = translation.target_checkpoint_store
-            found.append(("spec.checkpointTranslation.targetCheckpointStore connection", store.connection))
-    return found

@@ -6,9 +6,11 @@
 3. metadata and schema — ObjectMeta rules and the generated CRD schema, as the API server checks;
 4. cel — the CRD's CEL rules on the admitted object, as the API server checks;
 5. secret — credentials anywhere in the document;
-6. semantic — the models' own checks (SQL grammar, inline secrets), as the operator checks, and the
-   installer's pod policy (`pod_policy`, read from `FEDERATOR_ALLOWED_*` as the operator reads it);
-7. warnings — admitted and run, but most likely not what was meant (`warnings`).
+6. semantic — the models' own checks (SQL grammar, inline secrets), as the operator checks, the
+   installer's pod policy (`pod_policy`, read from `FEDERATOR_ALLOWED_*` as the operator reads it) and
+   the endpoint hosts of its credential scope (`credential_scope`);
+7. warnings — admitted and run, but most likely not what was meant (`warnings`), and connections the
+   operator would not sign in to with its own identity in the manifest's namespace (`credential_scope`).
 
 Every problem is reported once, at its field path, in the order of the document.
 """
@@ -21,9 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from federator.settings import OperatorSettings
 from federator.validation.admission import admitted
 from federator.validation.cel import cel_problems
+from federator.validation.credential_scope import operator_scope
 from federator.validation.documents import Document, ManifestError, load_documents
 from federator.validation.identity import identify
 from federator.validation.metadata import metadata_problems
@@ -33,6 +38,7 @@ from federator.validation.schema import crd_schema, schema_problems
 from federator.validation.secrets import inline_secret_message, secret_findings
 from federator.validation.semantic import semantic_problems
 from federator.validation.warnings import spec_warnings
+from federator_contract.api.connections import SPEC_TYPES
 from federator_contract.api.kinds import Kind
 
 __all__ = [
@@ -105,11 +111,30 @@ def check_object(obj: Any, old: Any = None) -> Verdict:
     if isinstance(spec, dict):
         # A path the API server already refuses needs no second opinion from the operator's checks.
         refused = frozenset(p.path for p in found)
-        found += [p for p in semantic_problems(kind, spec, pod_policy()) if not _overlaps(p.path, refused)]
+        semantic = semantic_problems(kind, spec, pod_policy(), operator_scope())
+        found += [p for p in semantic if not _overlaps(p.path, refused)]
     problems = in_document_order(_once([withheld(p) for p in found]), obj)
     # Warnings are about what would run: a refused object has its problems to fix first.
-    warnings = [] if problems else in_document_order(spec_warnings(kind, spec), obj)
+    warnings = [] if problems else in_document_order(_warnings(kind, stored), obj)
     return Verdict(kind, problems, warnings, None if problems else stored)
+
+
+def _warnings(kind: Kind, stored: dict[str, Any]) -> list[Problem]:
+    """The spec's slips, and the connections the operator would not sign in to with its own identity in
+    the manifest's namespace (a warning: the namespace it is applied in decides)."""
+    spec = stored.get("spec")
+    found = spec_warnings(kind, spec)
+    try:
+        model = kind.spec.model_validate(spec)
+    except ValidationError:
+        return found  # its problems come first
+    if isinstance(model, SPEC_TYPES):
+        namespace = (stored.get("metadata") or {}).get("namespace")
+        findings = operator_scope().identity_findings(
+            model, namespace if isinstance(namespace, str) else None
+        )
+        found += [Problem(f.field_path, f.message, "warning") for f in findings]
+    return found
 
 
 def validate_object(obj: Any, old: Any = None) -> tuple[Kind | None, list[Problem]]:

@@ -9,9 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from federator.validation.credential_scope import CredentialScope
 from federator.validation.pod_policy import PodPolicy, PolicyFinding
 from federator.validation.problems import Problem, join_path, withheld
 from federator.validation.secrets import inline_secret_message, secret_findings
+from federator_contract.api.connections import SPEC_TYPES
 from federator_contract.api.kinds import Kind
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
@@ -19,10 +21,13 @@ from federator_contract.checks import Finding, startup_findings
 from federator_contract.checks.checkpoint import runtime_checkpoint_findings
 
 
-def semantic_problems(kind: Kind, spec: Any, policy: PodPolicy | None = None) -> list[Problem]:
+def semantic_problems(
+    kind: Kind, spec: Any, policy: PodPolicy | None = None, scope: CredentialScope | None = None
+) -> list[Problem]:
     """Problems the operator would report as Stalled, each at its field path under `spec`. Shape errors
     are included (the model is what the operator reads): a caller that checked the schema first drops
-    those at paths it already refused. With ``policy``, also what the installer's pod policy refuses."""
+    those at paths it already refused. With ``policy``, also what the installer's pod policy refuses;
+    with ``scope``, the endpoint hosts its credential scope refuses."""
     problems = [
         Problem(join_path(path), inline_secret_message(shape), "semantic")
         for path, shape in secret_findings(spec, ("spec",))
@@ -37,6 +42,8 @@ def semantic_problems(kind: Kind, spec: Any, policy: PodPolicy | None = None) ->
         problems += [Problem(join_path(["spec", *f.path]), f.message, "semantic") for f in _startup(model)]
         refused = _pods(model, policy) if policy is not None else ()
         problems += [Problem(join_path(["spec", *f.path]), f.message, "policy") for f in refused]
+        if scope is not None and isinstance(model, SPEC_TYPES):
+            problems += [Problem(f.field_path, f.message, "policy") for f in scope.host_findings(model)]
     return list(dict.fromkeys(withheld(p) for p in problems))
 
 

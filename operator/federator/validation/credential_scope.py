@@ -1,0 +1,166 @@
+"""Credential scoping, in the manner of Azure Service Operator: where a bearer token may be sent, and where
+the operator may sign in with its own Azure identity.
+
+- **Endpoint hosts.** A `workloadIdentity` connection makes its client (the operator's probes, the Spark
+  pods) present an Entra ID token to the host it names. A host outside Azure would collect that token, so
+  hosts must end in one of Azure's DNS suffixes — the public cloud's legacy and partitioned names, Azure
+  operated by 21Vianet (China) and Azure Government — or in a suffix the installer adds (an emulator's
+  Service, a private DNS zone). Refused: `EndpointHostNotAllowed`.
+- **The operator's identity.** FailoverGroup probes and task source probes sign in with the operator pod's
+  credential when a connection says `workloadIdentity`. The installer lists the namespaces that may do so;
+  elsewhere a connection carries its own credential from its own namespace (`secretRef`). Refused:
+  `OperatorIdentityNotAllowed`.
+
+The operator enforces both (Stalled, or the probe's condition, with the reason); `federator validate`
+reports a host as a problem and the operator's identity as a warning (it depends on the namespace the
+manifest is applied in). Local mode (`federator run`) signs in as the developer and reaches its emulator:
+neither rule applies there.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from urllib.parse import urlsplit
+
+from federator.settings import OperatorSettings, listed
+from federator_contract.api.base import WorkloadIdentity
+from federator_contract.api.connections import Role, Spec, connections
+from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.api.translation import BlobWorkloadIdentity
+
+# Reasons (to join federator/reasons.py's catalogue).
+ENDPOINT_HOST_NOT_ALLOWED = "EndpointHostNotAllowed"
+OPERATOR_IDENTITY_NOT_ALLOWED = "OperatorIdentityNotAllowed"
+
+# Event Hubs and Service Bus namespaces: the public cloud (legacy `servicebus.windows.net`, and the
+# partitioned DNS zones of new namespaces), Azure operated by 21Vianet, Azure Government.
+AZURE_MESSAGING_SUFFIXES: tuple[str, ...] = (
+    "servicebus.windows.net",
+    "servicebus.azure.net",
+    "eventhubs.azure.net",
+    "servicebus.chinacloudapi.cn",
+    "servicebus.usgovcloudapi.net",
+)
+# Blob Storage accounts (checkpoint stores), the same clouds.
+AZURE_BLOB_SUFFIXES: tuple[str, ...] = (
+    "blob.core.windows.net",
+    "blob.storage.azure.net",
+    "blob.core.chinacloudapi.cn",
+    "blob.core.usgovcloudapi.net",
+)
+
+
+# The connections the operator itself signs in to (the rest are used by the Spark pods, as themselves).
+_PROBED: dict[type[Spec], tuple[Role, ...]] = {
+    FailoverGroupSpec: ("member",),
+    ReplicationTaskSpec: ("source",),
+}
+
+
+# What a refusal of the operator's identity means for each (the remedy: a Secret of the namespace).
+BRING_YOUR_OWN = "use secretRef with a Secret of this namespace"
+_CONSEQUENCE: dict[Role, str] = {
+    "member": f"the group is Stalled (OperatorIdentityNotAllowed); {BRING_YOUR_OWN}",
+    "source": (
+        "the source is not probed (SourceReachable Unknown, OperatorIdentityNotAllowed); the task's pods "
+        f"still sign in as their own ServiceAccount. To have it probed, {BRING_YOUR_OWN}"
+    ),
+}
+
+
+@functools.cache
+def operator_scope() -> CredentialScope:
+    """The scope the operator enforces: its settings from this environment, as in its pod."""
+    return CredentialScope.from_settings(OperatorSettings.from_env())
+
+
+@dataclass(frozen=True)
+class ScopeFinding:
+    field_path: str
+    """The field as users write it, e.g. `spec.members[0].connection.workloadIdentity`."""
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CredentialScope:
+    extra_suffixes: tuple[str, ...] = ()
+    """The installer's host suffixes, accepted for every kind of endpoint."""
+    identity_namespaces: tuple[str, ...] = ()
+    """Namespaces (globs) whose resources may use the operator's own identity."""
+    local: bool = False
+    """Local mode: the developer's own identity and emulators; nothing is refused."""
+
+    @classmethod
+    def from_settings(cls, settings: OperatorSettings) -> CredentialScope:
+        suffixes = tuple(s.lstrip(".").lower() for s in listed(settings.allowed_endpoint_suffixes))
+        return cls(
+            extra_suffixes=suffixes, identity_namespaces=tuple(listed(settings.operator_identity_namespaces))
+        )
+
+    def host_findings(self, spec: Spec) -> list[ScopeFinding]:
+        """Every `workloadIdentity` host of ``spec`` that a token must not be sent to."""
+        return list(self._hosts(spec))
+
+    def identity_refusal(self, namespace: str | None) -> str | None:
+        """Why a connection in ``namespace`` (None: not known yet) may not sign in as the operator (None:
+        it may)."""
+        if self.local or any(fnmatchcase(namespace or "", allowed) for allowed in self.identity_namespaces):
+            return None
+        allowed = ", ".join(self.identity_namespaces) or "none"
+        where = f"not in {namespace!r}" if namespace else "and the manifest names no namespace"
+        return (
+            f"the installer allows that only in the namespaces listed in "
+            f"FEDERATOR_OPERATOR_IDENTITY_NAMESPACES ({allowed}), {where}"
+        )
+
+    def identity_findings(self, spec: Spec, namespace: str | None) -> list[ScopeFinding]:
+        """The connections of ``spec`` the operator would sign in to with its own identity, where the
+        installer does not allow it: a FailoverGroup's members (probes), a task's source (its probe)."""
+        refusal = self.identity_refusal(namespace)
+        if refusal is None:
+            return []
+        return [
+            ScopeFinding(
+                f"{site.field_path}.workloadIdentity",
+                OPERATOR_IDENTITY_NOT_ALLOWED,
+                f"the operator would probe it with its own Azure identity, and {refusal}: "
+                f"{_CONSEQUENCE[site.role]}",
+            )
+            for site in connections(spec)
+            if site.role in _PROBED.get(type(spec), ())
+            and isinstance(site.connection.workload_identity, WorkloadIdentity)
+        ]
+
+    def host_refusal(self, identity: WorkloadIdentity | BlobWorkloadIdentity) -> str | None:
+        """Why ``identity``'s token must not be sent to the host it names (None: it may)."""
+        if isinstance(identity, WorkloadIdentity):
+            host = identity.fully_qualified_namespace.rsplit(":", 1)[0]
+            suffixes = (*AZURE_MESSAGING_SUFFIXES, *self.extra_suffixes)
+        else:
+            host = urlsplit(identity.blob_endpoint).hostname or ""
+            suffixes = (*AZURE_BLOB_SUFFIXES, *self.extra_suffixes)
+        if self.local or _under(host.lower(), suffixes):
+            return None
+        return (
+            f"{host!r} is not an Azure endpoint: a workload identity token is sent only to hosts under "
+            f"{', '.join(suffixes)} (the installer adds suffixes with FEDERATOR_ALLOWED_ENDPOINT_SUFFIXES)"
+        )
+
+    def _hosts(self, spec: Spec) -> Iterator[ScopeFinding]:
+        for site in connections(spec):
+            identity = site.connection.workload_identity
+            if identity is None or (refusal := self.host_refusal(identity)) is None:
+                continue
+            field = "fullyQualifiedNamespace" if isinstance(identity, WorkloadIdentity) else "blobEndpoint"
+            yield ScopeFinding(
+                f"{site.field_path}.workloadIdentity.{field}", ENDPOINT_HOST_NOT_ALLOWED, refusal
+            )
+
+
+def _under(host: str, suffixes: tuple[str, ...]) -> bool:
+    return any(host == suffix or host.endswith(f".{suffix}") for suffix in suffixes)
