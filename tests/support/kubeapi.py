@@ -31,6 +31,7 @@ import kmock
 from kmock._internal import dicts, enums, references, rendering
 from typing_extensions import override
 
+from . import server_side_apply as ssa
 from .resources import load_bundled
 from .selectors import UnsupportedSelector, compile_selectors
 
@@ -39,7 +40,8 @@ Obj = dict[str, Any]
 
 _WRITES = {enums.action.CREATE, enums.action.UPDATE, enums.action.DELETE}
 _JSON_PATCH = "application/json-patch+json"
-_DICT_PATCHES = {"application/merge-patch+json", "application/apply-patch+yaml"}
+_DICT_PATCHES = {"application/merge-patch+json"}
+_APPLY = "application/apply-patch+yaml"
 _STRATEGIC = "application/strategic-merge-patch+json"
 # Set by the API server only; a patch or a create body cannot change them.
 _SYSTEM_FIELDS = (
@@ -71,11 +73,12 @@ def _now() -> str:
     return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _header(request: rendering.Request, name: str) -> str:
+    return next((v for k, v in request.headers.items() if k.lower() == name), "")
+
+
 def _content_type(request: rendering.Request) -> str:
-    for key, value in request.headers.items():
-        if key.lower() == "content-type":
-            return value.split(";")[0].strip().lower()
-    return ""
+    return _header(request, "content-type").split(";")[0].strip().lower()
 
 
 @attrs.define(kw_only=True)
@@ -175,17 +178,27 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             del log[: len(log) - self.REQUEST_LOG_LIMIT]
         if request.resource is None or request.action not in _WRITES:
             return await super()._handle(request)
-        if request.data is None and request.action != enums.action.DELETE:
+        applying = request.action == enums.action.UPDATE and _content_type(request) == _APPLY
+        if request.data is None and request.action != enums.action.DELETE and not applying:
             raise _error(400, "BadRequest", "the request body is not valid JSON")
+        created = False
         async with self._lock:
-            if request.action == enums.action.CREATE:
+            if applying:
+                created = await self._server_side_apply(request)
+            elif request.action == enums.action.CREATE:
                 await self._create(request)
             elif request.action == enums.action.UPDATE and request.name is not None:
                 await self._update(request)
             elif request.action == enums.action.DELETE and request.name is not None:
                 await self._delete(request)
         # Serve the response the kmock way (user reactions, else the stored object), minus its write.
-        return await kmock.KubernetesScaffold._handle(self, request)
+        response = await kmock.KubernetesScaffold._handle(self, request)
+        if created:  # an apply that creates answers 201, and needs RBAC's "create" as well as "patch"
+            agent = _header(request, "user-agent")
+            self.requested.add((agent, "POST", request.url.path.rsplit("/", 1)[0], False))
+            if not response.prepared and response.status == 200:
+                response.set_status(201)
+        return response
 
     def _assign_name(self, resource: Resource, namespace: str | None, meta: Obj) -> None:
         """``generateName``: kmock stored such objects under the name None (kopf's Events use it)."""
@@ -221,14 +234,18 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             meta["namespace"] = namespace
         if self._has_status(request.resource):
             obj.pop("status", None)
-        meta.update(
+        obj.update(ssa.update(None, obj, self._writer(request)))
+        await self._store_new(request.resource, key, obj)
+
+    async def _store_new(self, resource: Resource, key: tuple[Resource, str | None, str], obj: Obj) -> None:
+        obj["metadata"].update(
             uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1, resourceVersion=self._next_rv()
         )
         if key in self._objects:
             self._objects[key].create(obj)
         else:
             self._objects[key] = obj
-        await self._emit(request.resource, "ADDED", obj)
+        await self._emit(resource, "ADDED", obj)
 
     def _patch_body(self, request: rendering.Request) -> Any:
         """Honour Content-Type like the API server: kmock applied any body by its JSON shape."""
@@ -241,22 +258,25 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         if ctype == _JSON_PATCH and isinstance(body, list):
             return body
         if (ctype in _DICT_PATCHES or ctype == _STRATEGIC) and isinstance(body, dict):
-            return body  # NB: strategic and apply patches are merged as JSON merge patches (a known gap)
+            return body  # NB: a strategic merge patch is merged as a JSON merge patch (a known gap)
         if ctype not in _DICT_PATCHES | {_JSON_PATCH, _STRATEGIC}:
             raise _error(415, "UnsupportedMediaType", f"the patch content type {ctype!r} is not supported")
         raise _error(400, "BadRequest", f"a {ctype} body cannot be a {type(body).__name__}")
 
+    @staticmethod
+    def _precondition(old: Obj, body: Any) -> None:
+        """A ``metadata.resourceVersion`` in a merge patch or an apply must be the stored one: else 409."""
+        wanted = body.get("metadata", {}).get("resourceVersion") if isinstance(body, dict) else None
+        if wanted is not None and wanted != old["metadata"]["resourceVersion"]:
+            raise _error(
+                409,
+                "Conflict",
+                "the object has been modified; please apply your changes to the latest version and try again",
+            )
+
     def _apply_patch(self, old: Obj, patch: Any) -> Obj:
         """Apply a patch: a failed JSON-patch ``test`` is 422, a stale ``resourceVersion`` 409, never 500."""
-        if isinstance(patch, dict):
-            wanted = patch.get("metadata", {}).get("resourceVersion")
-            if wanted is not None and wanted != old["metadata"]["resourceVersion"]:
-                raise _error(
-                    409,
-                    "Conflict",
-                    "the object has been modified; please apply your changes "
-                    "to the latest version and try again",
-                )
+        self._precondition(old, patch)
         try:
             return copy.deepcopy(dict(dicts.patch_dict(copy.deepcopy(old), patch)))
         except jsonpatch.JsonPatchTestFailed as e:
@@ -280,13 +300,16 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             result["status"] = source["status"]
         return result
 
-    def _stamp(self, request: rendering.Request, old: Obj, new: Obj) -> None:
-        """Keep server-owned metadata; bump ``generation`` when anything but metadata/status changed."""
-        assert request.resource is not None
+    @staticmethod
+    def _keep_system_fields(old: Obj, new: Obj) -> None:
         for field in _SYSTEM_FIELDS:
             new["metadata"].pop(field, None)
             if field in old["metadata"]:
                 new["metadata"][field] = old["metadata"][field]
+
+    def _stamp(self, request: rendering.Request, old: Obj, new: Obj) -> None:
+        """Bump ``generation`` when anything but metadata (and a subresource's status) changed; new rv."""
+        assert request.resource is not None
         ignored = {"metadata", "status"} if self._has_status(request.resource) else {"metadata"}
 
         def content(obj: Obj) -> Obj:
@@ -298,11 +321,19 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
 
     async def _update(self, request: rendering.Request) -> None:
         """PATCH. A no-op patch writes nothing (same rv, no event), as on a real server."""
-        assert request.resource is not None
+        if request.params.get("force") is not None:
+            raise _error(422, "Invalid", "force: Forbidden: may not be specified for non-apply patch")
         stored = self._stored(request)
         old = copy.deepcopy(stored.raw)
         new = self._isolate_status(request, old, self._apply_patch(old, self._patch_body(request)))
         new.setdefault("metadata", {})
+        self._keep_system_fields(old, new)
+        await self._store_update(request, stored, old, ssa.update(old, new, self._writer(request)))
+
+    async def _store_update(
+        self, request: rendering.Request, stored: kmock.Object, old: Obj, new: Obj
+    ) -> None:
+        assert request.resource is not None
         if new == old:
             return
         self._stamp(request, old, new)
@@ -313,6 +344,76 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             await self._emit(request.resource, "DELETED", new)
         else:
             await self._emit(request.resource, "MODIFIED", new)
+
+    # -- server-side apply (support/server_side_apply.py) --------------------------------------------
+
+    def _writer(self, request: rendering.Request) -> ssa.Write:
+        """Who writes: ``?fieldManager=``, else the User-Agent's product name, as the API server does."""
+        assert request.resource is not None
+        manager = request.params.get("fieldManager") or _header(request, "user-agent").split("/")[0]
+        if len(manager) > 128 or not manager.isprintable():
+            raise _error(
+                422, "Invalid", "fieldManager: Invalid value: must be at most 128 printable characters"
+            )
+        group, version = request.resource.group, request.resource.version
+        subresource = request.subresource or ""
+        ignored = ssa.ignored_fields(self._has_status(request.resource), subresource)
+        api_version = f"{group}/{version}" if group else str(version)
+        return ssa.Write(manager, api_version, _now(), subresource, ignored)
+
+    def _applied(self, request: rendering.Request, write: ssa.Write) -> Obj:
+        """The body of an apply patch (YAML or JSON), checked as the API server checks it."""
+        assert request.resource is not None
+        kind = self._resources[request.resource].kind if request.resource in self._resources else None
+        try:
+            return ssa.applied_object(
+                request.params.get("fieldManager"), request.text, write, kind, request.name
+            )
+        except ssa.InvalidApply as e:
+            raise _error(e.code, "Invalid" if e.code == 422 else "BadRequest", str(e)) from e
+
+    async def _server_side_apply(self, request: rendering.Request) -> bool:
+        """PATCH with ``application/apply-patch+yaml``; creates a missing object (True when it did)."""
+        assert request.resource is not None and request.name is not None
+        write = self._writer(request)
+        # The API server parses it as Go's ParseBool does (the Python client sends "True").
+        force = request.params.get("force", "").lower() in ("true", "t", "1")
+        applied = self._applied(request, write)
+        namespace = None if self._cluster_scoped(request.resource) else request.namespace
+        key = (request.resource, namespace, request.name)
+        if key in self._objects and not self._objects[key].deleted:
+            stored = self._objects[key]
+            old = copy.deepcopy(stored.raw)
+            self._precondition(old, applied)
+            new = self._applied_to(request, old, applied, write, force)
+            self._keep_system_fields(old, new)
+            await self._store_update(request, stored, old, new)
+            return False
+        if request.subresource:
+            raise kmock.KubernetesObjectNotFoundError()
+        meta = {"name": request.name} if namespace is None else {"name": request.name, "namespace": namespace}
+        empty = {"apiVersion": applied["apiVersion"], "kind": applied.get("kind"), "metadata": meta}
+        new = self._applied_to(request, empty, applied, write, force)
+        self._keep_system_fields(empty, new)
+        await self._store_new(request.resource, key, new)
+        return True
+
+    def _applied_to(
+        self, request: rendering.Request, old: Obj, applied: Obj, write: ssa.Write, force: bool
+    ) -> Obj:
+        """The apply's result, status isolated; a conflict is the API server's 409 with its causes."""
+        try:
+            merged = ssa.apply(old, applied, write, force=force)
+        except ssa.ApplyConflict as e:
+            raise kmock.KubernetesError(
+                status=409, reason="Conflict", message=e.message(), details={"causes": e.causes()}
+            ) from e
+        managed = merged.get("metadata", {}).get("managedFields")
+        new = self._isolate_status(request, old, merged)  # from /status: the old object, new status
+        new.setdefault("metadata", {}).pop("managedFields", None)
+        if managed:
+            new["metadata"]["managedFields"] = managed
+        return new
 
     async def _delete(self, request: rendering.Request) -> None:
         """DELETE. With finalizers it only sets deletionTimestamp (and bumps generation, rv); else deletes."""
