@@ -17,7 +17,7 @@ library the API server uses for them, sigs.k8s.io/structured-merge-diff (``merge
 
 There are no schemas here, so every object is treated as a structure of maps whose lists are atomic
 (a whole list is one field, as for a custom resource's lists without ``x-kubernetes-list-type``), except
-the lists of ``ASSOCIATIVE`` (``metadata.ownerReferences``, keyed by ``uid``) and ``SETS``
+the lists of ``field_sets.ASSOCIATIVE`` (``metadata.ownerReferences``, keyed by ``uid``) and ``field_sets.SETS``
 (``metadata.finalizers``). A ``null`` in an applied object removes the field and the applier owns it
 (the API server prunes the null). Not modelled: schema-driven defaults, conversion between versions,
 the cap of ten ``Update`` managers.
@@ -27,34 +27,27 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-Obj = dict[str, Any]
-# One field of an object, each element spelt as in FieldsV1: ("f:spec", "f:replicas"), or
-# ("f:metadata", "f:ownerReferences", 'k:{"uid":"1"}') for an item of a keyed list.
-Path = tuple[str, ...]
-Ignored = Callable[[Path], bool]
-
-# Lists the API server merges item by item: by key fields, or as sets of scalars. Any other list is atomic.
-ASSOCIATIVE: dict[tuple[str, ...], tuple[str, ...]] = {("metadata", "ownerReferences"): ("uid",)}
-SETS: frozenset[tuple[str, ...]] = frozenset({("metadata", "finalizers")})
-
-# Fields no manager owns (the API server's "strip meta" set): identity and server-owned metadata.
-_SERVER_OWNED = (
-    "name namespace creationTimestamp selfLink uid clusterName generation managedFields resourceVersion"
+from .field_sets import (
+    Comparison,
+    Ignored,
+    Obj,
+    Path,
+    compare,
+    field_set,
+    merge,
+    remove,
+    without_managed_fields,
 )
-UNMANAGED: frozenset[Path] = frozenset(
-    {("f:apiVersion",), ("f:kind",), ("f:metadata",)}
-    | {("f:metadata", f"f:{n}") for n in _SERVER_OWNED.split()}
-)
+
 # What an object had before its first apply belongs to this manager (as on the API server).
 BEFORE_FIRST_APPLY = "before-first-apply"
 APPLY, UPDATE = "Apply", "Update"
-_ABSENT: Any = object()
 
 
 def nothing_ignored(path: Path) -> bool:
@@ -235,174 +228,6 @@ def describe_path(path: Path) -> str:
     return "".join(parts)
 
 
-# -- walking objects -------------------------------------------------------------------------------
-
-
-def _item_element(schema: tuple[str, ...], item: Any) -> str:
-    """The path element of an item of a keyed list or a set."""
-    keys = ASSOCIATIVE.get(schema)
-    if keys is not None and isinstance(item, dict):
-        return "k:" + json.dumps({k: item.get(k) for k in sorted(keys)}, separators=(",", ":"))
-    return "v:" + json.dumps(item, separators=(",", ":"), sort_keys=True)
-
-
-def _granular(schema: tuple[str, ...]) -> bool:
-    return schema in ASSOCIATIVE or schema in SETS
-
-
-def _items(schema: tuple[str, ...], value: Any) -> dict[str, Any]:
-    return {_item_element(schema, item): item for item in value} if isinstance(value, list) else {}
-
-
-def field_set(obj: Obj) -> set[Path]:
-    """The fields an applied object sets (structured-merge-diff's ``ToFieldSet``): its scalars, atomic
-    lists and empty maps, and each item of a keyed list or set; unmanaged metadata left out."""
-    out: set[Path] = set()
-    _collect_map(obj, (), (), out)
-    return out - UNMANAGED
-
-
-def _collect_map(value: Obj, schema: tuple[str, ...], path: Path, out: set[Path]) -> None:
-    for key, child in value.items():
-        _collect(child, (*schema, key), (*path, f"f:{key}"), out)
-
-
-def _collect(value: Any, schema: tuple[str, ...], path: Path, out: set[Path]) -> None:
-    if isinstance(value, dict) and value:
-        _collect_map(value, schema, path, out)
-    elif isinstance(value, list) and _granular(schema):
-        for element, item in _items(schema, value).items():
-            out.add((*path, element))
-            if isinstance(item, dict) and schema in ASSOCIATIVE:
-                _collect_map(item, schema, (*path, element), out)
-    else:
-        out.add(path)
-
-
-@dataclass
-class Comparison:
-    """structured-merge-diff's ``Compare``: what a write added, removed and changed, field by field."""
-
-    added: set[Path] = field(default_factory=set)
-    removed: set[Path] = field(default_factory=set)
-    modified: set[Path] = field(default_factory=set)
-
-    def changed(self) -> set[Path]:
-        return self.added | self.modified
-
-    def without(self, ignored: Ignored) -> Comparison:
-        def keep(paths: set[Path]) -> set[Path]:
-            return {p for p in paths if not ignored(p) and p not in UNMANAGED}
-
-        return Comparison(keep(self.added), keep(self.removed), keep(self.modified))
-
-
-def compare(old: Obj, new: Obj) -> Comparison:
-    result = Comparison()
-    _compare(_unmanaged_meta_off(old), _unmanaged_meta_off(new), (), (), result)
-    result.added.discard(())
-    result.removed.discard(())
-    return result
-
-
-def _unmanaged_meta_off(obj: Obj) -> Obj:
-    meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "managedFields"}
-    return {**obj, "metadata": meta}
-
-
-def _compare(lhs: Any, rhs: Any, schema: tuple[str, ...], path: Path, out: Comparison) -> None:
-    if _is_container(lhs, rhs, dict):
-        left_map, right_map = _map_or_empty(lhs), _map_or_empty(rhs)
-        for key in list(left_map) + [k for k in right_map if k not in left_map]:
-            left, right = left_map.get(key, _ABSENT), right_map.get(key, _ABSENT)
-            _compare(left, right, (*schema, key), (*path, f"f:{key}"), out)
-    elif _granular(schema) and _is_container(lhs, rhs, list):
-        left_items, right_items = _items(schema, lhs), _items(schema, rhs)
-        for element in list(left_items) + [e for e in right_items if e not in left_items]:
-            left, right = left_items.get(element, _ABSENT), right_items.get(element, _ABSENT)
-            if schema in SETS:
-                _leaf(left, right, (*path, element), out)
-            else:
-                _compare(left, right, schema, (*path, element), out)
-    else:
-        _leaf(lhs, rhs, path, out)
-        return
-    if lhs is _ABSENT:
-        out.added.add(path)
-    elif rhs is _ABSENT:
-        out.removed.add(path)
-
-
-def _is_container(lhs: Any, rhs: Any, kind: type) -> bool:
-    """Both sides of that type (or absent), and not both empty: empty ones compare as leaves."""
-    sides = [v for v in (lhs, rhs) if v is not _ABSENT]
-    return all(isinstance(v, kind) for v in sides) and any(sides)
-
-
-def _map_or_empty(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _leaf(lhs: Any, rhs: Any, path: Path, out: Comparison) -> None:
-    if lhs is _ABSENT:
-        out.added.add(path)
-    elif rhs is _ABSENT:
-        out.removed.add(path)
-    elif lhs != rhs:
-        out.modified.add(path)
-
-
-def merge(live: Any, applied: Any, schema: tuple[str, ...] = ()) -> Any:
-    """The applied object merged into the live one: maps key by key, keyed lists and sets item by item,
-    anything else replaced; a ``null`` removes the field."""
-    if isinstance(applied, dict):
-        out = dict(live) if isinstance(live, dict) else {}
-        for key, value in applied.items():
-            if value is None:
-                out.pop(key, None)
-            else:
-                out[key] = merge(out.get(key, _ABSENT), value, (*schema, key))
-        return out
-    if isinstance(applied, list) and _granular(schema):
-        return _merge_items(live if isinstance(live, list) else [], applied, schema)
-    return copy.deepcopy(applied)
-
-
-def _merge_items(live: list[Any], applied: list[Any], schema: tuple[str, ...]) -> list[Any]:
-    """Item by item: live items in their order (merged with the applied ones), then new applied items."""
-    result, applied_items = _items(schema, live), _items(schema, applied)
-    for element, item in applied_items.items():
-        result[element] = merge(result.get(element, _ABSENT), item, schema)
-    return list(result.values())
-
-
-def remove(obj: Obj, paths: set[Path]) -> Obj:
-    """The object without those fields. A map or list left empty by a removal goes too (the API server
-    nulls it, then prunes the null), but not its parents."""
-    result = copy.deepcopy(obj)
-    for path in sorted(paths, key=len, reverse=True):
-        _remove_one(result, path, ())
-    return result
-
-
-def _remove_one(node: Any, path: Path, schema: tuple[str, ...]) -> bool:
-    """Remove ``path`` under ``node`` in place; True when ``node`` was emptied by it."""
-    head, rest = path[0], path[1:]
-    if isinstance(node, dict) and head.startswith("f:") and head[2:] in node:
-        key = head[2:]
-        if not rest or _remove_one(node[key], rest, (*schema, key)):
-            del node[key]
-            return not rest and not node
-    elif isinstance(node, list):
-        for index, item in enumerate(node):
-            if _item_element(schema, item) == head:
-                if not rest or _remove_one(item, rest, schema):
-                    del node[index]
-                    return not rest and not node
-                break
-    return False
-
-
 # -- the two operations ----------------------------------------------------------------------------
 
 
@@ -507,7 +332,7 @@ def apply(live: Obj, applied: Obj, write: Write, *, force: bool) -> Obj:
     last = managed.fields.get(me, set())
     mine = {p for p in field_set(applied) if not write.ignored(p)}
     managed.fields[me], managed.versions[me] = mine, write.api_version
-    merged = merge(_unmanaged_meta_off(live), applied)
+    merged = merge(without_managed_fields(live), applied)
     owned = managed.owned()
     dropped = {p for p in last - owned if not any(o[: len(p)] == p for o in owned)}
     result = remove(merged, {p for p in dropped if not write.ignored(p)})
@@ -520,7 +345,7 @@ def apply(live: Obj, applied: Obj, write: Write, *, force: bool) -> Obj:
         _settle(managed, me, diff, force=True)
     _keep_last_applied(live, applied, write, result)
     before = decode(live).times
-    changed = _unmanaged_meta_off(result) != _unmanaged_meta_off(live)
+    changed = without_managed_fields(result) != without_managed_fields(live)
     # The entry's time moves only when the apply changed the object (or the entry is new).
     managed.times[me] = write.now if changed or me not in before else before[me]
     return _with_managed(result, managed)
