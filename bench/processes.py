@@ -136,23 +136,50 @@ def tree_cpu_seconds(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def rss_mb(pid: int) -> float:
+def memory_mb(pid: int) -> tuple[float, float]:
+    """RSS and PSS of a process. RSS counts every page a process maps, so the children PySpark's daemons
+    fork each count again the modules they share copy-on-write with their daemon; PSS divides each page
+    among the processes that map it, and summed over a tree counts each of the tree's pages once (pages
+    shared with processes outside the tree, such as another JVM's ``libjvm.so``, are split with them)."""
+    figures = {"Rss": 0, "Pss": 0}
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+            key, _, value = line.partition(":")
+            if key in figures:
+                figures[key] = int(value.split()[0])
     except OSError:
         pass
-    return 0.0
+    return figures["Rss"] / 1024, figures["Pss"] / 1024
+
+
+def _kind(pid: int, jvm_pid: int) -> str:
+    """What a process of the tree is: the module a Python process runs (``-m ...``), marked when a
+    daemon forked it; ``jvm`` and ``driver`` for the two ends."""
+    if pid == jvm_pid:
+        return "jvm"
+    if pid == os.getpid():
+        return "driver"
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        parent = int(_stat(pid)[1])
+    except (OSError, IndexError, ValueError):
+        return "gone"
+    kind = " ".join(args[args.index("-m") + 1 :]).strip() if "-m" in args else Path(args[0]).name
+    if not kind:
+        return "gone"  # exited while being sampled: an empty command line
+    return kind if parent == jvm_pid else f"{kind} (forked)"
 
 
 class RssSampler:
-    """Peak RSS, sampled twice a second, of a JVM, its descendants (Spark's Python workers) and this
-    process (the Spark driver's Python side)."""
+    """Peak memory, sampled twice a second, of a JVM, its descendants (Spark's Python workers) and this
+    process (the Spark driver's Python side): ``peak`` in RSS, ``peak_pss`` in PSS (see ``memory_mb``),
+    and ``at_peak``, the processes by kind at the moment the tree's PSS peaked."""
 
     def __init__(self, jvm_pid: int) -> None:
         self.jvm_pid = jvm_pid
-        self.peak = {"jvm": 0.0, "python_workers": 0.0, "driver_python": 0.0, "total": 0.0}
+        self.peak = dict.fromkeys(("jvm", "python_workers", "driver_python", "total"), 0.0)
+        self.peak_pss = dict(self.peak)
+        self.at_peak: dict[str, dict[str, float]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -169,11 +196,26 @@ class RssSampler:
             self.sample()
 
     def sample(self) -> None:
-        now = {
-            "jvm": rss_mb(self.jvm_pid),
-            "python_workers": sum(rss_mb(pid) for pid in descendants(self.jvm_pid)),
-            "driver_python": rss_mb(os.getpid()),
-        }
-        now["total"] = sum(now.values())
-        for key, value in now.items():
-            self.peak[key] = max(self.peak[key], value)
+        pids = [self.jvm_pid, *descendants(self.jvm_pid), os.getpid()]
+        measured = {pid: memory_mb(pid) for pid in pids}
+        workers = pids[1:-1]
+        for index, peak in enumerate((self.peak, self.peak_pss)):  # 0: RSS, 1: PSS
+            now = {
+                "jvm": measured[self.jvm_pid][index],
+                "python_workers": sum(measured[pid][index] for pid in workers),
+                "driver_python": measured[os.getpid()][index],
+            }
+            now["total"] = sum(now.values())
+            if index == 1 and now["total"] > peak["total"]:
+                self.at_peak = self._by_kind(measured)
+            for key, value in now.items():
+                peak[key] = max(peak[key], value)
+
+    def _by_kind(self, measured: dict[int, tuple[float, float]]) -> dict[str, dict[str, float]]:
+        kinds: dict[str, dict[str, float]] = {}
+        for pid, (rss, pss) in measured.items():
+            kind = kinds.setdefault(_kind(pid, self.jvm_pid), {"count": 0, "rss_mb": 0.0, "pss_mb": 0.0})
+            kind["count"] += 1
+            kind["rss_mb"] += rss
+            kind["pss_mb"] += pss
+        return {name: {k: round(v) for k, v in figures.items()} for name, figures in sorted(kinds.items())}

@@ -24,7 +24,9 @@ record writes).
 The emulator runs in its own process(es): ``--layout one`` (one process for every namespace),
 ``per-namespace`` (source and target namespaces apart) or ``per-hub``. Goals on 2 cores: both modes
 >= 3x the SDK loop, effectively-once >= 90 % of at-least-once, p99 <= 0.5 s at-least-once and <= 0.8 s
-effectively-once at 1,000 events/s. The last line printed is a JSON summary.
+effectively-once at 1,000 events/s, one application's peak PSS <= 1,000 MB (the JVM, its Python processes
+and this process: ``peak_pss_mb``, with RSS beside and the processes by kind at the peak; see
+docs/replication.md, "Memory of one application"). The last line printed is a JSON summary.
 """
 
 from __future__ import annotations
@@ -393,7 +395,11 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             check["ok"] for check in [*sdk_checks, *(c for cs in spark_checks.values() for c in cs)]
         ),
         "latency": latency or None,
+        # The app's memory at its peak: PSS counts each page of the process tree once (the goal is judged
+        # on it), RSS counts the pages the daemons' forked workers share with their daemon in each of them.
+        "peak_pss_mb": {k: round(v) for k, v in rss.peak_pss.items()},
         "peak_rss_mb": {k: round(v) for k, v in rss.peak.items()},
+        "memory_at_peak": rss.at_peak,
         "load_average": loads,
     }
 

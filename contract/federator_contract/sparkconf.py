@@ -10,9 +10,15 @@ Python moves the events, so the hot code is Spark's planning, run a few times a 
 compiler (C2) was still compiling it minutes into a run, a quarter to two fifths of one of two cores
 (bench.replication's latency run, 2026-11-28), and C1-compiled code planned a batch as fast."""
 
+WORKER_DAEMON = "federator_spark.worker_daemon"
+"""The daemon that forks the Python workers of the app's tasks: PySpark's own, started after importing
+the modules every worker imports (pure Python) and freezing them, so that the workers share those pages
+with it instead of each holding a copy (docs/replication.md, "Memory of one application")."""
+
 APP_SPARK_CONF = {
     "spark.sql.session.timeZone": "UTC",
     # The defaults an administrator's image would set: a task's extraJavaOptions add to them.
     "spark.driver.defaultJavaOptions": JIT_OPTIONS,
     "spark.executor.defaultJavaOptions": JIT_OPTIONS,
+    "spark.python.daemon.module": WORKER_DAEMON,
 }
