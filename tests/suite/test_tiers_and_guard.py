@@ -44,6 +44,29 @@ def test_ci_leaves_out_the_full_tier_which_runs_everything_in_its_long_form(suit
     suite.runpytest("-p", "no:cacheprovider", "--full").assert_outcomes(passed=3)
 
 
+PROPERTY = """
+from hypothesis import given, strategies as st
+
+@given(st.integers())
+def test_a_property(request, value):
+    mark = request.node.get_closest_marker("timeout")
+    assert (mark.args[0] if mark else None) == (10_000 if request.config.getoption("--full") else None)
+
+def test_not_a_property(request):
+    assert request.node.get_closest_marker("timeout") is None
+"""
+
+
+def test_the_full_tier_gives_a_property_test_a_time_limit_scaled_with_its_examples(
+    suite: pytest.Pytester,
+) -> None:
+    suite.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\ntimeout = 300\n")
+    suite.makepyfile(test_property=PROPERTY)
+
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+    suite.runpytest("-p", "no:cacheprovider", "--full").assert_outcomes(passed=2)  # 300 s * 5,000 / 150
+
+
 def test_a_full_mark_without_its_reason_stops_the_run(suite: pytest.Pytester) -> None:
     suite.makepyfile("import pytest\n\n@pytest.mark.full\ndef test_unexplained():\n    pass\n")
 
