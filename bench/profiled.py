@@ -21,10 +21,10 @@ from pyspark.sql.datasource import DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
 from federator_spark import datasources, pipeline
+from federator_spark.pipeline import TaskPlan
 from federator_spark.sinks.replication import ReplicationWriter, TaskReports
 
 _counter = itertools.count()
-_register_real_sources = datasources.register  # `start` swaps the module's name for `register` below
 
 
 class ProfiledWriter(ReplicationWriter):
@@ -47,16 +47,6 @@ class ProfiledReplication(datasources.ReplicationDataSource):
         return ProfiledWriter(writer.plan, writer.slices)
 
 
-def register(spark: SparkSession) -> None:
-    """Register the real data sources, then the profiled twin under its name (later ones win)."""
-    _register_real_sources(spark)
-    spark.dataSource.register(ProfiledReplication)
-
-
-def start(spark: SparkSession, config: Any, *, available_now: bool) -> Any:
+def start(spark: SparkSession, task: TaskPlan, *, available_now: bool) -> Any:
     """``pipeline.start`` with the profiled writer."""
-    datasources.register = register  # the profiled twin, for this start only
-    try:
-        return pipeline.start(spark, config, available_now=available_now)
-    finally:
-        datasources.register = _register_real_sources
+    return pipeline.start(spark, task, available_now=available_now, writer=ProfiledReplication)

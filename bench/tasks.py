@@ -71,9 +71,10 @@ def connection_file(workdir: Path, namespace: str, connection_string: str) -> st
 
 
 def start_task(spark: Any, config: TaskConfig, *, available_now: bool) -> Any:
+    task = pipeline.plan_task(config)
     if os.environ.get("FEDERATOR_BENCH_PROFILE_DIR"):
-        return profiled.start(spark, config, available_now=available_now)  # the same sources, profiled
-    return pipeline.start(spark, config, available_now=available_now)
+        return profiled.start(spark, task, available_now=available_now)  # the same sources, profiled
+    return pipeline.start(spark, task, available_now=available_now)
 
 
 def run_available_now(spark: Any, config: TaskConfig) -> tuple[float, list[dict[str, Any]]]:

@@ -14,9 +14,6 @@ from pydantic.alias_generators import to_camel
 from federator_contract.api.base import API_VERSION, DNS_LABEL, ConfigMapKeySelector, SecretKeySelector
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 
-MEMBERS_DIR = "members"
-"""Under the checkpoint location: one sub-location per followed member (positions are per namespace)."""
-
 
 class TaskConfigError(ValueError):
     """The task config cannot be run by the replication app."""
@@ -118,15 +115,6 @@ class TaskConfig(_ContractModel):
     @property
     def namespace(self) -> str:
         return self.metadata.namespace
-
-    @property
-    def query_checkpoint_location(self) -> str:
-        """Where the query keeps what is tied to its source and batch ids (Spark's offsets, the Service Bus
-        spool, commit records, editor state): a following source gets one sub-location per member, since
-        positions of one namespace mean nothing on another. The status file stays at the task's level."""
-        if self.following is None:
-            return self.checkpoint_location
-        return f"{self.checkpoint_location.rstrip('/')}/{MEMBERS_DIR}/{self.following.member}"
 
     def secret_env_for(self, selector: SecretKeySelector) -> str:
         """The environment variable that holds a Secret key's value in the Spark pods."""

@@ -11,18 +11,16 @@ import logging
 import signal
 import sys
 import threading
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from federator_contract.driverstatus import TRANSLATION_FILE
-from federator_contract.taskconfig import TaskConfig
 from federator_spark import logs, metrics, pipeline, spark_settings
-from federator_spark.config import load_task_config, local_path
+from federator_spark.config import load_task_config
 from federator_spark.lag import LagMonitor
-from federator_spark.plan import connection_for, plan_from_task
+from federator_spark.pipeline import TaskPlan
+from federator_spark.sources.eventhubs_settings import HubSourceSettings
 from federator_spark.translation.planning import translation_plan
 from federator_spark.translation.translator import Translator
 
@@ -75,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     stopper = Stopper()
 
     config = load_task_config(args.task_config)
-    plan = plan_from_task(config)
-    builder = SparkSession.builder.appName(f"federator-{config.namespace}-{config.name}")
+    task = pipeline.plan_task(config)
+    translation = translation_plan(config, task.layout)
+    builder = SparkSession.builder.appName(f"federator-{task.namespace}-{task.name}")
     builder = spark_settings.configured(builder)
     if args.master:
         builder = builder.master(args.master).config("spark.ui.enabled", "false")
@@ -84,13 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_accumulator_hangups(spark)
     server = monitor = translator = None
     try:
-        if config.metrics_port and plan.status_file:
-            server = metrics.serve(config.metrics_port, plan.status_file, config.namespace, config.name)
+        if config.metrics_port:  # the application's, not the task's
+            server = metrics.serve(
+                config.metrics_port, str(task.layout.status_file), task.namespace, task.name
+            )
         if not stopper.requested.is_set():
-            query = pipeline.start(spark, config, available_now=args.available_now)
+            query = pipeline.start(spark, task, available_now=args.available_now)
             stopper.started(query)
-            monitor = lag_monitor(config, plan.status_file)
-            translation = translation_plan(config, _beside(plan.status_file, TRANSLATION_FILE))
+            monitor = lag_monitor(task)
             translator = Translator(translation) if translation is not None else None
             for worker in (monitor, translator):
                 if worker is not None:
@@ -126,19 +126,12 @@ def _quiet_accumulator_hangups(spark: SparkSession) -> None:
     server.handle_error = handle_error
 
 
-def lag_monitor(config: TaskConfig, status_file: str | None) -> LagMonitor | None:
+def lag_monitor(task: TaskPlan) -> LagMonitor | None:
     """Event Hubs sources: lag per partition beside the status file (Service Bus has no partitions)."""
-    source = config.spec.source.event_hub
-    if source is None or status_file is None:
+    source = task.source
+    if not isinstance(source, HubSourceSettings):
         return None
+    layout = task.layout
     return LagMonitor(
-        connection_for(config, source.connection),
-        source.event_hub_name,
-        source.consumer_group,
-        local_path(config.query_checkpoint_location),
-        Path(status_file),
+        source.connection, source.event_hub, source.consumer_group, layout.query_dir, layout.status_file
     )
-
-
-def _beside(status_file: str | None, name: str) -> str | None:
-    return str(Path(status_file).parent / name) if status_file is not None else None

@@ -1,5 +1,6 @@
 """The task config as the app reads it: validated once at start-up (`federator_contract.taskconfig`), plus
-what only a running app does with it: reading the ConfigMap files it names, and local checkpoint paths."""
+what only a running app does with it: reading the ConfigMap files it names, and where its files go under
+the checkpoint location."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from federator_contract.api.base import ConfigMapKeySelector
-from federator_contract.checkpoints import local_checkpoint_path
+from federator_contract.checkpoints import CheckpointLayout, local_checkpoint_path
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 
 
@@ -44,3 +45,9 @@ def local_path(location: str) -> Path:
         return local_checkpoint_path(location)
     except ValueError as error:
         raise TaskConfigError(str(error)) from None
+
+
+def checkpoint_layout(config: TaskConfig) -> CheckpointLayout:
+    """The task's paths under its checkpoint (a following source's positions under its member's)."""
+    member = config.following.member if config.following is not None else None
+    return CheckpointLayout(local_path(config.checkpoint_location), member, config.status_file)

@@ -1,13 +1,17 @@
-"""The Python data sources, registered by name: ``eventhubs`` and ``servicebus`` (stream readers and
-writers), ``federator-replication`` (the whole task's writer: editors, routing, several targets) and
-``federator-slices`` (its source, an event hub or a Service Bus entity read in slices)."""
+"""The Python data sources: ``eventhubs`` and ``servicebus`` (stream readers and writers, from string
+options), registered by name; and for each ReplicationTask a pair bound to its plan (:func:`bind`): its
+writer (editors, routing, several targets) and its source (an event hub or a Service Bus entity read in
+slices).
+
+A bound pair is a subclass made for the task, whose class attributes hold the plan. Spark pickles a
+registered data source class with cloudpickle; a class made at run time is not importable by name, so
+it travels by value, plan included, to the Python processes that instantiate it. The driver plans a task
+once; the data sources never read its config again."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
@@ -15,11 +19,14 @@ from pyspark.sql.types import StructType
 
 from federator_spark.events import SCHEMA
 from federator_spark.sources.eventhubs import EventHubsStreamReader
+from federator_spark.sources.eventhubs_settings import HubSourceSettings
 from federator_spark.sources.eventhubs_slices import SLICE_COLUMNS, SLICE_SCHEMA, EventHubsSliceReader
+from federator_spark.sources.servicebus_settings import SourceSettings
 
-SLICE_KIND = "sliceKind"  # which source a reader reads in slices: eventhubs (the default), servicebus
+SliceSource = HubSourceSettings | SourceSettings  # what a task's source reads: an event hub or an entity
 
 if TYPE_CHECKING:
+    from federator_spark.plan import WritePlan
     from federator_spark.sources.servicebus_slices import ServiceBusSliceReader
 
 # Writers and the Service Bus reader are imported where they are made: Spark starts a Python process
@@ -39,7 +46,7 @@ class EventHubsDataSource(DataSource):
         return SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return EventHubsStreamReader(self.options)
+        return EventHubsStreamReader(HubSourceSettings.from_options(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from federator_spark.plan import plan_from_sink_options
@@ -62,7 +69,7 @@ class ServiceBusDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from federator_spark.sources.servicebus import ServiceBusStreamReader
 
-        return ServiceBusStreamReader(self.options)
+        return ServiceBusStreamReader(SourceSettings.from_options(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from federator_spark.plan import plan_from_sink_options
@@ -72,52 +79,74 @@ class ServiceBusDataSource(DataSource):
 
 
 class ReplicationDataSource(DataSource):
-    """A ReplicationTask's writer: option ``taskConfig`` (the task config JSON); its input is rows of
-    events, or slices when option ``sliceSource`` holds the slice reader's options (JSON)."""
+    """A ReplicationTask's writer, bound to its plan (:func:`bind`); its input is rows of slices, whose
+    events it reads from ``source``."""
+
+    task: ClassVar[str]
+    plan: ClassVar[WritePlan]
+    source: ClassVar[SliceSource]
 
     @classmethod
     def name(cls) -> str:
-        return "federator-replication"
+        return f"federator-replication/{cls.task}"
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from federator_spark.config import load_task_config
-        from federator_spark.plan import plan_from_task
         from federator_spark.sinks.replication import ReplicationWriter
 
-        if "taskConfig" not in self.options:
-            raise ValueError("option 'taskConfig' is required")
-        plan = plan_from_task(load_task_config(self.options["taskConfig"]))
-        if "retainBatches" in self.options:
-            plan = dataclasses.replace(plan, retain_batches=int(self.options["retainBatches"]))
-        if "sliceSource" not in self.options:
-            return ReplicationWriter(plan)
         if tuple(schema.fieldNames()) != SLICE_COLUMNS:
-            raise ValueError(f"option 'sliceSource' needs an input of slices ({SLICE_SCHEMA})")
-        return ReplicationWriter(plan, slice_reader(json.loads(self.options["sliceSource"])))
+            raise ValueError(f"the replication writer needs an input of slices ({SLICE_SCHEMA})")
+        return ReplicationWriter(self.plan, slice_reader(self.source))
 
 
 class SliceDataSource(DataSource):
-    """A ReplicationTask's source: an event hub in slices (:class:`EventHubsSliceReader`, options of the
-    ``eventhubs`` reader), or with option ``sliceKind`` = ``servicebus`` a Service Bus entity in slices
-    (``ServiceBusSliceReader``, options of the ``servicebus`` reader)."""
+    """A ReplicationTask's source, bound to what it reads (:func:`bind`): an event hub in slices
+    (:class:`EventHubsSliceReader`) or a Service Bus entity in slices (``ServiceBusSliceReader``)."""
+
+    task: ClassVar[str]
+    source: ClassVar[SliceSource]
 
     @classmethod
     def name(cls) -> str:
-        return "federator-slices"
+        return f"federator-slices/{cls.task}"
 
     def schema(self) -> str:
         return SLICE_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return slice_reader(self.options)
+        return slice_reader(self.source)
 
 
-def slice_reader(options: Any) -> EventHubsSliceReader | ServiceBusSliceReader:
-    if options.get(SLICE_KIND, "eventhubs") == "servicebus":
+def slice_reader(source: SliceSource) -> EventHubsSliceReader | ServiceBusSliceReader:
+    if isinstance(source, SourceSettings):
         from federator_spark.sources.servicebus_slices import ServiceBusSliceReader
 
-        return ServiceBusSliceReader(options)
-    return EventHubsSliceReader(options)
+        return ServiceBusSliceReader(source)
+    return EventHubsSliceReader(source)
+
+
+Bound = TypeVar("Bound", bound=DataSource)
+
+
+def bound(base: type[Bound], task: str, **attributes: object) -> type[Bound]:
+    """A subclass of ``base`` for ``task`` with these class attributes (it is pickled by value)."""
+    namespace = {"__module__": base.__module__, "task": task, **attributes}
+    return cast(type[Bound], type(base.__name__, (base,), namespace))
+
+
+def bind(
+    spark: SparkSession,
+    task: str,
+    source: SliceSource,
+    plan: WritePlan,
+    writer: type[ReplicationDataSource] = ReplicationDataSource,
+) -> tuple[str, str]:
+    """Register ``task``'s source and writer (``writer``, or a subclass of it) bound to what they read
+    and write; returns their names, to read and write the query with."""
+    slices = bound(SliceDataSource, task, source=source)
+    replication = bound(writer, task, source=source, plan=plan)
+    register_in_pool(spark, slices, READ_POOL)
+    spark.dataSource.register(replication)
+    return slices.name(), replication.name()
 
 
 # Spark keeps a pool of Python workers per environment of a registered data source (with the Python
@@ -143,6 +172,6 @@ def register_in_pool(spark: SparkSession, source: type[DataSource], pool: str) -
 
 
 def register(spark: SparkSession) -> None:
-    for source in (EventHubsDataSource, ServiceBusDataSource, ReplicationDataSource):
+    """The data sources anyone may read or write with options: ``eventhubs``, ``servicebus``."""
+    for source in (EventHubsDataSource, ServiceBusDataSource):
         spark.dataSource.register(source)
-    register_in_pool(spark, SliceDataSource, READ_POOL)

@@ -7,7 +7,7 @@ and restarts the app. The app then neither loses nor repeats what it replicated:
 
 * **Positions per member.** Spark's offsets, the Service Bus spool, commit records and editor state name
   one entity on one namespace, so each member has its own checkpoint sub-location
-  (:attr:`TaskConfig.query_checkpoint_location`, ``<checkpoint>/members/<member>``).
+  (:class:`~federator_contract.checkpoints.CheckpointLayout`, ``<checkpoint>/members/<member>``).
 * **What the task handled.** Each batch's commit record carries ``following`` (:func:`fold`): per origin
   partition (``<host>/<entity>/<partition>``) the highest sequence number handled, of the event itself
   and of the event its ``repl-source-id`` names; per partition read, the source enqueue time of the last
@@ -40,11 +40,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from federator_contract.checkpoints import CheckpointLayout
 from federator_contract.checks.names import SOURCE_ID_PROPERTY
 from federator_contract.files import write_atomically
-from federator_contract.taskconfig import MEMBERS_DIR, TaskConfig
+from federator_contract.taskconfig import TaskConfig
 from federator_spark.commits import CommitLog
-from federator_spark.config import local_path
 from federator_spark.events import Event, iso
 
 logger = logging.getLogger(__name__)
@@ -67,30 +67,25 @@ class FollowPlan:
     covers_all_partitions: bool
     """Every batch reads every partition to its end (no ``maxEventsPerTrigger``), so everything enqueued
     up to a batch's newest event was read, whatever its partition."""
-    task_state_dir: str
-    members_dir: str
-    state_name: str
+    layout: CheckpointLayout
 
     def state_dir(self, member: str | None = None) -> Path:
         """A member's state dir (commit records, what was carried to it); default: the followed one."""
-        return Path(self.members_dir) / (member or self.member) / self.state_name
+        return self.layout.member_state_dir(member or self.member)
 
 
-def follow_plan(config: TaskConfig, state_name: str) -> FollowPlan | None:
+def follow_plan(config: TaskConfig, layout: CheckpointLayout) -> FollowPlan | None:
     following = config.following
     if following is None:
         return None
     spec = config.spec
     by_position = spec.source.event_hub is not None
-    checkpoint = local_path(config.checkpoint_location)
     return FollowPlan(
         member=following.member,
         skew_seconds=following.skew_seconds,
         by_position=by_position,
         covers_all_partitions=by_position and spec.runtime.max_events_per_trigger is None,
-        task_state_dir=str(checkpoint / state_name),
-        members_dir=str(checkpoint / MEMBERS_DIR),
-        state_name=state_name,
+        layout=layout,
     )
 
 
@@ -310,7 +305,7 @@ def prepare(plan: FollowPlan) -> str | None:
     """Switch bookkeeping, on the driver before the query starts. Returns where a checkpoint that is new
     on this member starts (ISO 8601; Spark uses it only when the member's checkpoint has no positions), or
     None for the spec's start position (the first member, or a Service Bus source)."""
-    pointer = Path(plan.task_state_dir) / STATE_FILE
+    pointer = plan.layout.task_state_dir / STATE_FILE
     last = _read(pointer)
     carried_path = plan.state_dir() / STATE_FILE
     if last is None or last["member"] != plan.member:

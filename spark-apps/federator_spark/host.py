@@ -27,6 +27,7 @@ from federator_contract.applog import failed_marker
 from federator_contract.taskconfig import TaskConfig
 from federator_spark import logs, metrics, pipeline, spark_settings
 from federator_spark.config import load_task_config
+from federator_spark.pipeline import TaskPlan
 
 logger = logging.getLogger("federator.host")
 START_WAIT_SECONDS = 60.0
@@ -45,17 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     builder = SparkSession.builder.appName("federator-local").master(args.master)
     builder = builder.config("spark.ui.enabled", "false")
     spark = spark_settings.configured(builder).getOrCreate()
-    servers = [
-        metrics.serve(c.metrics_port, c.status_file, c.namespace, c.name)
-        for c in configs
-        if c.metrics_port and c.status_file
-    ]
     host = Host(spark)
+    tasks = [(config, task) for config in configs if (task := host.plan(config)) is not None]
+    servers = [
+        metrics.serve(config.metrics_port, str(task.layout.status_file), task.namespace, task.name)
+        for config, task in tasks
+        if config.metrics_port
+    ]
     signal.signal(signal.SIGTERM, host.stop)
     try:
-        for config in configs:
+        for _, task in tasks:
             if not host.stopping.is_set():
-                host.start(config)
+                host.start(task)
         host.supervise()
     finally:
         for thread in host.stoppers:  # Spark stops once every query has (nothing calls a stopped context)
@@ -74,19 +76,27 @@ class Host:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
-        self.running: list[tuple[TaskConfig, Any]] = []
+        self.running: list[tuple[TaskPlan, Any]] = []
         self.retries: dict[str, int] = {}
         self.failed = False
         self.stopping = threading.Event()
         self.stoppers: list[threading.Thread] = []
 
-    def start(self, config: TaskConfig) -> None:
+    def plan(self, config: TaskConfig) -> TaskPlan | None:
+        """The task's plan, or None for a task the app cannot run."""
         try:
-            query = pipeline.start(self.spark, config)
+            return pipeline.plan_task(config)
         except Exception as err:  # a task the app cannot run must not keep the others from running
-            self._fail(config, err)
+            self._fail(config.namespace, config.name, err)
+            return None
+
+    def start(self, task: TaskPlan) -> None:
+        try:
+            query = pipeline.start(self.spark, task)
+        except Exception as err:  # likewise
+            self._fail(task.namespace, task.name, err)
             return
-        self.running.append((config, query))
+        self.running.append((task, query))
         if self.stopping.is_set():  # the signal came while it started
             self._stop(query)
             return
@@ -101,20 +111,19 @@ class Host:
         while self.running:
             with contextlib.suppress(Exception):  # the query that ended is inspected below
                 self.spark.streams.awaitAnyTermination()
-            for config, query in list(self.running):
+            for task, query in list(self.running):
                 if query.isActive:
                     continue
-                self.running.remove((config, query))
+                self.running.remove((task, query))
                 error = query.exception()
                 if error is None or self.stopping.is_set():
                     continue
-                key = f"{config.namespace}/{config.name}"
-                if TRANSIENT in str(error) and self.retries.get(key, 0) < RETRIES:
-                    self.retries[key] = self.retries.get(key, 0) + 1
-                    logger.warning("task %s: %s; starting its query again", key, TRANSIENT)
-                    self.start(config)
+                if TRANSIENT in str(error) and self.retries.get(task.key, 0) < RETRIES:
+                    self.retries[task.key] = self.retries.get(task.key, 0) + 1
+                    logger.warning("task %s: %s; starting its query again", task.key, TRANSIENT)
+                    self.start(task)
                 else:
-                    self._fail(config, error)
+                    self._fail(task.namespace, task.name, error)
             self.spark.streams.resetTerminated()
 
     def stop(self, signum: int, _frame: FrameType | None) -> None:
@@ -129,8 +138,8 @@ class Host:
         self.stoppers.append(thread)
         thread.start()
 
-    def _fail(self, config: TaskConfig, err: BaseException) -> None:
-        logger.error("%s%s", failed_marker(config.namespace, config.name), summary(err))
+    def _fail(self, namespace: str, name: str, err: BaseException) -> None:
+        logger.error("%s%s", failed_marker(namespace, name), summary(err))
         self.failed = True
 
 

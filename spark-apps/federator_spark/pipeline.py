@@ -1,18 +1,24 @@
-"""Builds and starts the streaming query of one ReplicationTask."""
+"""Plans a ReplicationTask once, on the driver, and starts its streaming query."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from federator_contract.applog import started_marker
+from federator_contract.checkpoints import CheckpointLayout
 from federator_contract.taskconfig import TaskConfig
 from federator_spark import datasources, following
 from federator_spark.commits import CommitLog
+from federator_spark.config import checkpoint_layout
+from federator_spark.datasources import ReplicationDataSource, SliceSource
 from federator_spark.plan import RETAIN_BATCHES, WritePlan, connection_for, plan_from_task
+from federator_spark.sources.eventhubs_settings import HubSourceSettings, parse_time
+from federator_spark.sources.servicebus_settings import SourceSettings
 
 logger = logging.getLogger(__name__)
 
@@ -27,55 +33,80 @@ FILE_SYSTEM_CHECKPOINTS = (
 )
 
 
-def source_options(config: TaskConfig) -> tuple[str, dict[str, str]]:
-    """The data source reading the task's source, and its options."""
+@dataclass(frozen=True)
+class TaskPlan:
+    """One task, planned once on the driver from its config: what its query reads and writes, where its
+    files go. Its data sources are bound to it (``datasources.bind``); nothing reads the config again."""
+
+    namespace: str
+    name: str
+    layout: CheckpointLayout
+    source: SliceSource
+    write: WritePlan
+    trigger_seconds: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def plan_task(config: TaskConfig) -> TaskPlan:
+    """Fails fast, on the driver, for specs the app cannot run (TaskConfigError)."""
+    layout = checkpoint_layout(config)
+    write = plan_from_task(config, layout)
+    return TaskPlan(
+        namespace=config.namespace,
+        name=config.name,
+        layout=layout,
+        source=source_settings(config, layout),
+        write=write,
+        trigger_seconds=config.spec.runtime.trigger_interval_seconds,
+    )
+
+
+def source_settings(config: TaskConfig, layout: CheckpointLayout) -> SliceSource:
+    """What the task's source reads; an outage of it is reported beside the task's status."""
     spec = config.spec
+    limit = spec.runtime.max_events_per_trigger
     if spec.source.service_bus is not None:
-        return "servicebus", _servicebus_options(config)
+        return _servicebus_settings(config, layout)
     source = spec.source.event_hub
     assert source is not None  # the spec model requires exactly one source
-    options = {
-        "connection": connection_for(config, source.connection).to_option(),
-        "eventHubName": source.event_hub_name,
-        "consumerGroup": source.consumer_group,
-        "startPosition": source.start_position.position,
-    }
-    if source.start_position.enqueued_time is not None:
-        options["startEnqueuedTime"] = source.start_position.enqueued_time.isoformat()
-    if source.partition_ids:
-        options["partitionIds"] = ",".join(source.partition_ids)
-    if spec.runtime.max_events_per_trigger is not None:
-        options["maxEventsPerTrigger"] = str(spec.runtime.max_events_per_trigger)
-    return "eventhubs", options
+    return HubSourceSettings(
+        connection=connection_for(config, source.connection),
+        event_hub=source.event_hub_name,
+        consumer_group=source.consumer_group,
+        partition_ids=tuple(source.partition_ids) if source.partition_ids else None,
+        start_position=source.start_position.position,
+        start_time=source.start_position.enqueued_time,
+        max_events=limit,
+        status_file=str(layout.status_file),
+    )
 
 
-def _servicebus_options(config: TaskConfig) -> dict[str, str]:
+def _servicebus_settings(config: TaskConfig, layout: CheckpointLayout) -> SourceSettings:
     spec = config.spec
     source = spec.source.service_bus
     assert source is not None
     limit = source.max_messages_per_batch
     if spec.runtime.max_events_per_trigger is not None:
         limit = min(limit, spec.runtime.max_events_per_trigger)
-    options = {
-        "connection": connection_for(config, source.connection).to_option(),
-        "subQueue": source.sub_queue,
-        "maxMessagesPerBatch": str(limit),
-        # The spool and the commit log that decides completion live under the query's checkpoint.
-        "checkpointLocation": config.query_checkpoint_location,
-    }
-    if source.queue_name is not None:
-        options["queueName"] = source.queue_name
-    else:
-        assert source.topic_name is not None and source.subscription_name is not None
-        options["topicName"] = source.topic_name
-        options["subscriptionName"] = source.subscription_name
-    return options
+    return SourceSettings(
+        connection=connection_for(config, source.connection),
+        queue=source.queue_name,
+        topic=source.topic_name,
+        subscription=source.subscription_name if source.queue_name is None else None,
+        dead_letter=source.sub_queue == "deadLetter",
+        max_messages=limit,
+        layout=layout,  # the spool and the commit log that decides completion: the query's
+        status_file=str(layout.status_file),
+    )
 
 
-def tidy_commit_records(plan: WritePlan, retain_batches: int) -> None:
+def tidy_commit_records(plan: WritePlan) -> None:
     """Records a crash left behind before pruning them (or that an earlier version kept) go at start-up."""
     if plan.state_dir is not None:
-        removed = CommitLog(plan.state_dir).tidy(retain_batches)
+        removed = CommitLog(plan.state_dir).tidy(plan.retain_batches)
         if removed:
             logger.info("removed %d commit records no restart needs", removed)
 
@@ -96,45 +127,49 @@ def task_slots(spark: SparkSession) -> int:
     return spark.sparkContext.defaultParallelism
 
 
-def start(spark: SparkSession, config: TaskConfig, *, available_now: bool = False) -> StreamingQuery:
-    """Start the task's query; ``available_now`` processes what is there and stops (tests, catch-up)."""
-    datasources.register(spark)
+def starting_source(spark: SparkSession, task: TaskPlan, resume: str | None) -> SliceSource:
+    """The task's source as this start reads it: an event hub in one wave of tasks per batch, from
+    ``resume`` (where a followed member's checkpoint starts after a switch: Spark asks for a start
+    position only when the checkpoint has none). A Service Bus entity is read as it is."""
+    source = task.source
+    if not isinstance(source, HubSourceSettings):
+        return source
+    source = dataclasses.replace(source, slice_tasks=task_slots(spark))
+    if resume is not None:
+        source = dataclasses.replace(source, start_position="enqueuedTime", start_time=parse_time(resume))
+    return source
+
+
+def start(
+    spark: SparkSession,
+    task: TaskPlan,
+    *,
+    available_now: bool = False,
+    writer: type[ReplicationDataSource] = ReplicationDataSource,
+) -> StreamingQuery:
+    """Start the task's query; ``available_now`` processes what is there and stops (tests, catch-up).
+    ``writer``: the data source that writes it (a subclass, to measure the writer: ``bench.profiled``)."""
     use_file_system_checkpoints(spark)
-    plan = plan_from_task(config)  # fails fast, on the driver, for specs the app cannot run
     # Commit records are kept as long as Spark keeps its own batches.
     retain_batches = spark.conf.get("spark.sql.streaming.minBatchesToRetain") or str(RETAIN_BATCHES)
-    tidy_commit_records(plan, int(retain_batches))
-    source_format, options = source_options(config)
-    if plan.status_file is not None:
-        options["statusFile"] = plan.status_file  # where the source reports an outage
-    if plan.following is not None:
-        resume = following.prepare(plan.following)
-        if resume is not None and source_format == "eventhubs":
-            # Spark asks for a start position only when the member's checkpoint has none.
-            options.update(startPosition="enqueuedTime", startEnqueuedTime=resume)
-    writer_options = {
-        "taskConfig": config.to_json(),
-        "checkpointLocation": config.query_checkpoint_location,
-        "retainBatches": retain_batches,
-    }
+    write = dataclasses.replace(task.write, retain_batches=int(retain_batches))
+    tidy_commit_records(write)
+    resume = following.prepare(write.following) if write.following is not None else None
     # Read in slices: the write tasks read the events themselves (sources/eventhubs_slices.py, in one wave
     # of tasks; sources/servicebus_slices.py, from the spool).
-    if source_format == "eventhubs":
-        options["sliceTasks"] = str(task_slots(spark))
-    else:
-        options[datasources.SLICE_KIND] = source_format
-    source_format = datasources.SliceDataSource.name()
-    writer_options["sliceSource"] = json.dumps(options)
-    reader = spark.readStream.format(source_format).options(**options).load()
-    writer = (
-        reader.writeStream.format(datasources.ReplicationDataSource.name())
-        .queryName(f"{config.namespace}.{config.name}")
-        .options(**writer_options)
+    source = starting_source(spark, task, resume)
+    source_name, writer_name = datasources.bind(spark, task.key, source, write, writer)
+    stream = (
+        spark.readStream.format(source_name)
+        .load()
+        .writeStream.format(writer_name)
+        .queryName(f"{task.namespace}.{task.name}")
+        .option("checkpointLocation", task.layout.query_location)
     )
     if available_now:
-        writer = writer.trigger(availableNow=True)
+        stream = stream.trigger(availableNow=True)
     else:
-        writer = writer.trigger(processingTime=f"{config.spec.runtime.trigger_interval_seconds} seconds")
-    query = writer.start()
-    logger.info("%s%s)", started_marker(config.namespace, config.name), query.id)
+        stream = stream.trigger(processingTime=f"{task.trigger_seconds} seconds")
+    query = stream.start()
+    logger.info("%s%s)", started_marker(task.namespace, task.name), query.id)
     return query

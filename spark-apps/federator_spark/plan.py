@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Literal
 
 from federator_contract.api.base import EndpointConnection
 from federator_contract.api.replicationtask import Endpoint
-from federator_contract.checkpoints import STATE_DIR
+from federator_contract.checkpoints import CheckpointLayout
 from federator_contract.checks import startup_findings
 from federator_contract.checks.names import UNROUTED
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
-from federator_spark.config import local_path
+from federator_spark.config import checkpoint_layout
 from federator_spark.connections import Connection
 from federator_spark.editors import build_chain
 from federator_spark.editors.base import EventEditor
@@ -108,7 +107,8 @@ def _target(name: str, endpoint: Endpoint, config: TaskConfig) -> TargetPlan:
     )
 
 
-def plan_from_task(config: TaskConfig) -> WritePlan:
+def plan_from_task(config: TaskConfig, layout: CheckpointLayout | None = None) -> WritePlan:
+    """``layout``: the task's paths, when the caller has them already (default: the config's)."""
     spec = config.spec
     # The checks `federator validate` and the operator run too: a spec they pass starts here.
     findings = startup_findings(spec)
@@ -120,10 +120,7 @@ def plan_from_task(config: TaskConfig) -> WritePlan:
     dead_letter = _target(DEAD_LETTER, spec.dead_letter, config) if spec.dead_letter else None
     provenance = spec.provenance
     loop = spec.loop_prevention
-    state_dir = str(local_path(config.query_checkpoint_location) / STATE_DIR)
-    # The task's, not the member's: counts go on across a FailoverGroup switch.
-    task_state_dir = local_path(config.checkpoint_location) / STATE_DIR
-    status_file = config.status_file or str(task_state_dir / "status.json")
+    layout = layout or checkpoint_layout(config)
     return WritePlan(
         task=config.name,
         namespace=config.namespace,
@@ -139,9 +136,9 @@ def plan_from_task(config: TaskConfig) -> WritePlan:
         ),
         loop=LoopSettings(loop.marker_property, loop.forward_replicated) if loop else None,
         effectively_once=spec.delivery.effectively_once,
-        state_dir=state_dir,
-        status_file=status_file,
-        following=follow_plan(config, STATE_DIR),
+        state_dir=str(layout.state_dir),
+        status_file=str(layout.status_file),  # the task's, not the member's: counts go on across a switch
+        following=follow_plan(config, layout),
     )
 
 
@@ -171,7 +168,7 @@ def plan_from_sink_options(kind: Literal["eventHub", "serviceBus"], options: Any
         provenance=ProvenanceSettings(enabled=options.get("provenance", "true").lower() == "true"),
         loop=LoopSettings(marker) if marker else None,
         effectively_once=options.get("effectivelyOnce", "false").lower() == "true",
-        state_dir=str(Path(local_path(checkpoint)) / STATE_DIR) if checkpoint else None,
+        state_dir=str(CheckpointLayout.at(checkpoint).state_dir) if checkpoint else None,
         status_file=options.get("statusFile"),
     )
 

@@ -22,6 +22,7 @@ from following_helpers import (
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark import following
 from federator_spark.commits import CommitLog
+from federator_spark.config import checkpoint_layout
 from federator_spark.events import iso
 from federator_spark.following import prepare
 
@@ -40,7 +41,7 @@ def test_each_member_has_its_own_checkpoint_and_the_status_file_stays_with_the_t
     config = TaskConfig.from_raw(task_raw(tmp_path, "neu"))
     plan = write_plan(tmp_path, "neu")
 
-    assert config.query_checkpoint_location == f"file://{tmp_path}/checkpoint/members/neu"
+    assert checkpoint_layout(config).query_location == f"file://{tmp_path}/checkpoint/members/neu"
     assert plan.state_dir == f"{tmp_path}/checkpoint/members/neu/federator"
     assert plan.status_file == f"{tmp_path}/checkpoint/federator/status.json"
 

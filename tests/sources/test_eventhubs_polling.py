@@ -11,6 +11,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from federator_spark.sources import eventhubs
 from federator_spark.sources.eventhubs import EventHubsStreamReader
+from federator_spark.sources.eventhubs_settings import HubSourceSettings
 
 OPTIONS = {
     "connection": '{"connection_string": "Endpoint=sb://h/;SharedAccessKeyName=k;SharedAccessKey=v"}',
@@ -38,7 +39,7 @@ def reader(monkeypatch) -> tuple[EventHubsStreamReader, Clock, list[dict[str, in
     clock = Clock()
     monkeypatch.setattr(eventhubs, "time", clock)
     answers: list[dict[str, int]] = []  # what the hub says, in order
-    reader = EventHubsStreamReader(OPTIONS)
+    reader = EventHubsStreamReader(HubSourceSettings.from_options(OPTIONS))
     monkeypatch.setattr(reader, "_last_sequence_numbers", lambda: answers.pop(0))
     return reader, clock, answers
 

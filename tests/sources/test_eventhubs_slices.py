@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from federator_spark.connections import Connection
 from federator_spark.sources.eventhubs import HubPartition
+from federator_spark.sources.eventhubs_settings import HubSourceSettings
 from federator_spark.sources.eventhubs_slices import EventHubsSliceReader, SliceGroup, spread
 
 
@@ -31,13 +33,12 @@ def test_fewer_slices_than_tasks_give_a_task_per_slice() -> None:
     assert ids(spread(slices(5, 7), 8)) == [["1"], ["0"]]
 
 
-@pytest.mark.parametrize(("tasks", "expected"), [(None, 4), ("2", 2), ("1", 1)])
+CONNECTION = Connection(connection_string="Endpoint=sb://h/;SharedAccessKeyName=k;SharedAccessKey=v")
+
+
+@pytest.mark.parametrize(("tasks", "expected"), [(None, 4), (2, 2), (1, 1)])
 def test_the_reader_plans_at_most_slice_tasks_tasks_over_partitions_with_new_events(tasks, expected) -> None:
-    options = {
-        "connection": '{"connection_string": "Endpoint=sb://h/;SharedAccessKeyName=k;SharedAccessKey=v"}'
-    }
-    options |= {"eventHubName": "hub"} | ({"sliceTasks": tasks} if tasks else {})
-    reader = EventHubsSliceReader(options)
+    reader = EventHubsSliceReader(HubSourceSettings(CONNECTION, "hub", slice_tasks=tasks))
     reader._partition_count = 5
     start = {"0": -1, "1": 9, "2": 4, "3": 0, "4": 7}
     end = {"0": 9, "1": 9, "2": 14, "3": 5, "4": 8}  # partition 1 has nothing new
@@ -50,6 +51,5 @@ def test_the_reader_plans_at_most_slice_tasks_tasks_over_partitions_with_new_eve
 
 
 def test_slice_tasks_must_be_positive() -> None:
-    options = {"connection": '{"connection_string": "x"}', "eventHubName": "hub", "sliceTasks": "0"}
-    with pytest.raises(ValueError, match="sliceTasks must be at least 1"):
-        EventHubsSliceReader(options)
+    with pytest.raises(ValueError, match="slice_tasks must be at least 1"):
+        HubSourceSettings(CONNECTION, "hub", slice_tasks=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -113,7 +114,8 @@ def run_task(spark: Any, raw: dict[str, Any]) -> Any:
     from federator_contract.taskconfig import TaskConfig
     from federator_spark import pipeline
 
-    query = pipeline.start(spark, TaskConfig.from_raw(json.loads(json.dumps(raw))), available_now=True)
+    task = pipeline.plan_task(TaskConfig.from_raw(json.loads(json.dumps(raw))))
+    query = pipeline.start(spark, task, available_now=True)
     query.awaitTermination(timeout=120)
     if query.isActive:
         query.stop()
@@ -160,3 +162,16 @@ def start_app(
             env=environment,
             start_new_session=True,
         )
+
+
+def run_app_to_end(config_path: Path, log: Path, *extra: str, timeout: float = 240) -> int:
+    """``replicate.py --available-now`` until it exits, which must be with 0 within ``timeout`` (it is
+    killed whole otherwise); returns the driver's pid."""
+    app = start_app(config_path, log, "--available-now", *extra)
+    try:
+        assert app.wait(timeout=timeout) == 0, log.read_text(encoding="utf-8")[-4000:]
+    finally:
+        if app.poll() is None:
+            os.killpg(app.pid, signal.SIGKILL)  # the driver, its JVM and everything in its session
+            app.wait()
+    return app.pid

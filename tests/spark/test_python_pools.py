@@ -12,6 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from federator_spark import datasources
+from federator_spark.connections import Connection
+from federator_spark.plan import plan_from_sink_options
+from federator_spark.sources.eventhubs_settings import HubSourceSettings
+
+CONNECTION = "Endpoint=sb://localhost/;SharedAccessKeyName=k;SharedAccessKey=a2V5"
 
 
 def _pid_sources(spark: Any) -> tuple[str, str]:
@@ -87,15 +92,20 @@ def test_a_task_that_reads_and_writes_in_python_never_writes_in_a_worker_that_re
     assert len(writers) <= 2 and len(readers) <= 2  # a pool each, as many workers as task slots
 
 
-def test_the_task_pipeline_reads_its_source_in_the_read_pool(spark):
-    """The app's source of slices is registered in the read pool; its writer in the shared one."""
-    datasources.register(spark)
+def test_a_task_reads_its_source_in_the_read_pool_and_writes_in_the_shared_one(spark):
+    """A task's source of slices is registered in the read pool; its writer in the shared one."""
+    source = HubSourceSettings(Connection(connection_string=CONNECTION), "orders")
+    plan = plan_from_sink_options(
+        "eventHub", {"connection": source.connection.to_option(), "eventHubName": "copy"}
+    )
+    reader, writer = datasources.bind(spark, "default/pools", source, plan)
     manager = spark._jsparkSession.sessionState().dataSourceManager()
 
     def environment(name: str) -> dict[str, str]:
-        source = manager.lookupDataSource(name)
-        return dict(source.dataSourceCls().envVars())
+        found = manager.lookupDataSource(name)
+        return dict(found.dataSourceCls().envVars())
 
-    assert environment(datasources.SliceDataSource.name())[datasources.POOL_VARIABLE] == datasources.READ_POOL
-    assert datasources.POOL_VARIABLE not in environment(datasources.ReplicationDataSource.name())
+    assert (reader, writer) == ("federator-slices/default/pools", "federator-replication/default/pools")
+    assert environment(reader)[datasources.POOL_VARIABLE] == datasources.READ_POOL
+    assert datasources.POOL_VARIABLE not in environment(writer)
     assert datasources.POOL_VARIABLE not in spark.sparkContext.environment  # restored after registering

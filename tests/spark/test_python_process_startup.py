@@ -12,8 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark import cloudpickle
 
-from federator_spark import worker_archive
+from federator_contract.checkpoints import CheckpointLayout
+from federator_spark import datasources, worker_archive
+from federator_spark.connections import Connection
+from federator_spark.sources.eventhubs_settings import HubSourceSettings
+from federator_spark.sources.servicebus_settings import SourceSettings
 
 MODULE = "def answer():\n    raise RuntimeError('from the source')\n"
 REPORTED = "try: pkg.mod.answer()\nexcept: traceback.print_exc()"  # as a worker reports a task's error
@@ -125,8 +130,9 @@ SOURCE_PROCESSES = {
     "event hubs": "import federator_spark.sources.eventhubs_slices",
     "service bus": (
         "from federator_spark.sources.servicebus import ServiceBusStreamReader\n"
-        "ServiceBusStreamReader({'connection': '{\"connection_string\": \"x\"}', 'queueName': 'q',"
-        " 'checkpointLocation': 'file:///tmp/checkpoint'})"
+        "from federator_spark.sources.servicebus_settings import SourceSettings\n"
+        "ServiceBusStreamReader(SourceSettings.from_options({'connection': '{\"connection_string\": \"x\"}',"
+        " 'queueName': 'q', 'checkpointLocation': 'file:///tmp/checkpoint'}))"
     ),
 }
 
@@ -145,3 +151,39 @@ def test_a_source_process_imports_none_of_the_tasks_models(source: str) -> None:
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+BOUND_SOURCES = {
+    "event hubs": HubSourceSettings(Connection(connection_string="x"), "orders"),
+    "service bus": SourceSettings(
+        Connection(connection_string="x"),
+        "q",
+        None,
+        None,
+        False,
+        10,
+        CheckpointLayout(Path("/tmp/checkpoint")),
+    ),
+}
+
+
+@pytest.mark.parametrize("source", BOUND_SOURCES)
+def test_a_tasks_bound_source_reaches_its_process_without_the_tasks_models(
+    source: str, tmp_path: Path
+) -> None:
+    """What a task's source reads travels with its class (``datasources.bind``), as light as the options
+    it replaces: its process still imports none of the models."""
+    bound = datasources.bound(datasources.SliceDataSource, "shop/orders", source=BOUND_SOURCES[source])
+    pickled = tmp_path / "source.pickle"
+    pickled.write_bytes(cloudpickle.dumps(bound))
+    models = ("pydantic", "federator_contract.api", "federator_spark.plan")
+    code = (
+        f"import pickle, sys\nsource = pickle.loads(open({str(pickled)!r}, 'rb').read())\n"
+        "reader = source(options={}).streamReader(None)\n"
+        f"print(type(reader).__name__, sorted(m for m in sys.modules if m.startswith({models!r})))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+    assert result.returncode == 0, result.stderr
+    expected = "EventHubsSliceReader" if source == "event hubs" else "ServiceBusSliceReader"
+    assert result.stdout.strip() == f"{expected} []"

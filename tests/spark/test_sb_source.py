@@ -231,7 +231,8 @@ def run_failing(spark: Any, raw: dict[str, Any]) -> str:
     from federator_contract.taskconfig import TaskConfig
     from federator_spark import pipeline
 
-    query = pipeline.start(spark, TaskConfig.from_raw(json.loads(json.dumps(raw))), available_now=True)
+    task = pipeline.plan_task(TaskConfig.from_raw(json.loads(json.dumps(raw))))
+    query = pipeline.start(spark, task, available_now=True)
     try:
         query.awaitTermination(timeout=120)
     except StreamingQueryException as failure:

@@ -5,8 +5,6 @@ AZURE_AUTHORITY_HOST), and says plainly when a pod lacks it."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,7 +144,7 @@ def _pod_env(emulator: Any, token_file: Path) -> dict[str, str]:
 def test_a_workload_identity_task_replicates_with_a_projected_token(
     emulator_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from spark_helpers import read_all, send, start_app, task_config
+    from spark_helpers import read_all, run_app_to_end, send, task_config
 
     emulator = emulator_factory(ENTRA_CONFIG)
     cs = emulator.connection_string("ns1")
@@ -182,13 +180,6 @@ def test_a_workload_identity_task_replicates_with_a_projected_token(
     for name, value in _pod_env(emulator, token_file).items():
         monkeypatch.setenv(name, value)
 
-    log = tmp_path / "replicate.log"
-    app = start_app(config_path, log, "--available-now")
-    try:
-        assert app.wait(timeout=240) == 0, log.read_text(encoding="utf-8")[-4000:]
-    finally:
-        if app.poll() is None:
-            os.killpg(app.pid, signal.SIGKILL)
-            app.wait()
+    run_app_to_end(config_path, tmp_path / "replicate.log")
     replicated = sorted(e.body_as_str() for events in read_all(cs, "dst").values() for e in events)
     assert replicated == sorted(f"e{i}" for i in range(40))

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
+from federator_spark.config import checkpoint_layout
 from federator_spark.translation.planning import translation_plan
+from federator_spark.translation.translator import TranslationPlan
 from support.connections import write_connection_files
 
 PRIMARY = (
@@ -54,8 +56,12 @@ def config(tmp_path, **translation: Any) -> TaskConfig:
     )
 
 
+def planned(config: TaskConfig) -> TranslationPlan | None:
+    return translation_plan(config, checkpoint_layout(config))
+
+
 def test_the_checkpoints_are_named_by_the_hosts_the_clients_connect_to(tmp_path) -> None:
-    plan = translation_plan(config(tmp_path), "/status/translation.json")
+    plan = planned(config(tmp_path))
     assert plan is not None
     assert (plan.source.fully_qualified_namespace, plan.source.event_hub) == ("127.0.0.1:5673", "orders")
     assert (plan.target.fully_qualified_namespace, plan.target.event_hub) == ("127.0.0.1:5674", "copy")
@@ -63,10 +69,13 @@ def test_the_checkpoints_are_named_by_the_hosts_the_clients_connect_to(tmp_path)
     assert plan.source_store == plan.target_store
     assert plan.source_store.connection_string_file == str(tmp_path / "connections" / "azurite")
     assert plan.state_dir == str(tmp_path / "checkpoint" / "federator" / "translation")
+    assert plan.report_file == str(
+        tmp_path / "checkpoint" / "federator" / "translation.json"
+    )  # beside the status
 
 
 def test_hosts_as_the_consumers_name_them_and_a_second_store(tmp_path) -> None:
-    plan = translation_plan(
+    plan = planned(
         config(
             tmp_path,
             sourceFullyQualifiedNamespace="contoso-weu.servicebus.windows.net",
@@ -85,4 +94,4 @@ def test_hosts_as_the_consumers_name_them_and_a_second_store(tmp_path) -> None:
 def test_azurite_exists_in_local_mode_only(tmp_path) -> None:
     raw = config(tmp_path).model_copy(update={"emulator_blob_connection_file": None})
     with pytest.raises(TaskConfigError, match="checkpointStore: Azurite exists in local mode only"):
-        translation_plan(raw)
+        planned(raw)

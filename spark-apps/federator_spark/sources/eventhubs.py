@@ -23,12 +23,13 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from federator_spark import logs, property_types, worker_gc
-from federator_spark.connections import Connection, eventhub_consumer
+from federator_spark.connections import eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement, PartitionPositions
 from federator_spark.events import Event
 from federator_spark.outages import Backoff, Endpoint, failure, retrying, words
 from federator_spark.property_types import as_text
 from federator_spark.sources import eventhubs_streams
+from federator_spark.sources.eventhubs_settings import HubSourceSettings
 from federator_spark.sources.eventhubs_streams import receive, sequence_number
 
 __all__ = ["EventHubsStreamReader", "HubPartition", "cap", "receive", "sequence_number", "to_event"]
@@ -36,7 +37,6 @@ __all__ = ["EventHubsStreamReader", "HubPartition", "cap", "receive", "sequence_
 logger = logging.getLogger(__name__)
 
 Offsets = dict[str, int]
-START_POSITIONS = ("earliest", "latest", "enqueuedTime")
 _OFFSET = b"x-opt-offset"
 _ENQUEUED_TIME = b"x-opt-enqueued-time"
 _PARTITION_KEY = b"x-opt-partition-key"
@@ -59,36 +59,18 @@ class HubPartition(InputPartition):
 
 
 class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Options: ``connection`` (JSON, see :class:`Connection`), ``eventHubName``, ``consumerGroup``
-    (default ``$Default``), ``partitionIds`` (comma-separated; default all), ``startPosition``
-    (``earliest`` | ``latest`` | ``enqueuedTime``; default earliest), ``startEnqueuedTime`` (ISO 8601),
+    """Reads what :class:`HubSourceSettings` names. As the ``eventhubs`` data source, from the options
+    ``connection`` (JSON, see :class:`Connection`), ``eventHubName``, ``consumerGroup`` (default
+    ``$Default``), ``partitionIds`` (comma-separated; default all), ``startPosition`` (``earliest`` |
+    ``latest`` | ``enqueuedTime``; default earliest), ``startEnqueuedTime`` (ISO 8601),
     ``maxEventsPerTrigger`` (across partitions), ``receiveTimeoutSeconds`` (default 60: a read that
     makes no progress for that long, the namespace answering, fails the batch), ``statusFile`` (where an
     outage of the event hub is reported while it is retried)."""
 
-    def __init__(self, options: Any) -> None:
+    def __init__(self, settings: HubSourceSettings) -> None:
         logs.configure()  # the driver's source process
-        if "connection" not in options or "eventHubName" not in options:
-            raise ValueError("eventhubs source needs the options 'connection' and 'eventHubName'")
-        self.connection = Connection.from_option(options["connection"])
-        self.event_hub = options["eventHubName"]
-        self.consumer_group = options.get("consumerGroup", "$Default")
-        ids = options.get("partitionIds")
-        self.partition_ids = [p.strip() for p in ids.split(",")] if ids else None
-        self.start_position = options.get("startPosition", "earliest")
-        if self.start_position not in START_POSITIONS:
-            raise ValueError(f"startPosition must be one of {START_POSITIONS}, not {self.start_position!r}")
-        self.start_time: datetime | None = None
-        if self.start_position == "enqueuedTime":
-            if "startEnqueuedTime" not in options:
-                raise ValueError("startPosition enqueuedTime needs the option 'startEnqueuedTime'")
-            self.start_time = datetime.fromisoformat(options["startEnqueuedTime"].replace("Z", "+00:00"))
-        limit = options.get("maxEventsPerTrigger")
-        self.max_events = int(limit) if limit else None
-        if self.max_events is not None and self.max_events < 1:
-            raise ValueError("maxEventsPerTrigger must be at least 1")
-        self.receive_timeout = float(options.get("receiveTimeoutSeconds", "60"))
-        self.endpoint = Endpoint("source", self.event_hub, options.get("statusFile"))
+        self.settings = settings
+        self.endpoint = Endpoint("source", settings.event_hub, settings.status_file)
         self.available_now_target: Offsets | None = None
         self._management: HubManagement | None = None  # driver side only, created lazily
         self._positions: PartitionPositions | None = None  # likewise: the polls' reads, side by side
@@ -102,26 +84,27 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return state
 
     def _retrying(self, action: Any, what: str) -> Any:
-        return retrying(action, self.endpoint, f"{what} of {self.event_hub}")
+        return retrying(action, self.endpoint, f"{what} of {self.settings.event_hub}")
 
     # ------------------------------------------------------------------------------------ driver side
 
+    def _consumer(self) -> Any:
+        settings = self.settings
+        return eventhub_consumer(settings.connection, settings.event_hub, settings.consumer_group)
+
     def _hub(self) -> HubManagement:
         if self._management is None:
-            client = eventhub_consumer(self.connection, self.event_hub, self.consumer_group)
-            self._management = HubManagement(client)
+            self._management = HubManagement(self._consumer())
         return self._management
 
     def _partitions(self) -> list[str]:
         all_ids = self._hub().partition_ids()
         self._partition_count = len(all_ids)
-        return sorted(self.partition_ids, key=int) if self.partition_ids else all_ids
+        return sorted(self.settings.partition_ids, key=int) if self.settings.partition_ids else all_ids
 
     def _last_sequence_numbers(self) -> Offsets:
         if self._positions is None:
-            self._positions = PartitionPositions(
-                lambda: eventhub_consumer(self.connection, self.event_hub, self.consumer_group)
-            )
+            self._positions = PartitionPositions(self._consumer)
         return self._positions.last_sequence_numbers(self._partitions())
 
     def initialOffset(self) -> Offsets:
@@ -133,25 +116,30 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         for partition in self._partitions():
             props = hub.partition_properties(partition)
             last = props["last_enqueued_sequence_number"]
-            if self.start_position == "latest" or props["is_empty"]:
+            if self.settings.start_position == "latest" or props["is_empty"]:
                 offsets[partition] = last
-            elif self.start_position == "earliest":
+            elif self.settings.start_position == "earliest":
                 offsets[partition] = props["beginning_sequence_number"] - 1
             else:
                 offsets[partition] = self._before_time(partition, last)
-        logger.info("eventhubs %s: initial offsets %s (%s)", self.event_hub, offsets, self.start_position)
+        logger.info(
+            "eventhubs %s: initial offsets %s (%s)",
+            self.settings.event_hub,
+            offsets,
+            self.settings.start_position,
+        )
         return offsets
 
     def _before_time(self, partition: str, last: int) -> int:
         """The sequence number just before the first event enqueued at or after the start time."""
         for events in receive(
-            self.connection,
-            self.event_hub,
-            self.consumer_group,
+            self.settings.connection,
+            self.settings.event_hub,
+            self.settings.consumer_group,
             partition,
-            self.start_time,
+            self.settings.start_time,
             inclusive=True,
-            timeout=self.receive_timeout,
+            timeout=self.settings.receive_timeout,
             expected=1,
             endpoint=self.endpoint,
         ):
@@ -159,7 +147,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return last
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        return ReadMaxRows(self.max_events) if self.max_events else ReadAllAvailable()
+        return ReadMaxRows(self.settings.max_events) if self.settings.max_events else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         # One read of every partition's tail, over the one management link: the links side by side
@@ -187,15 +175,19 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         try:
             ends = self._last_sequence_numbers()
         except Exception as error:
-            failure(error, self.endpoint, f"reading the positions of {self.event_hub}")  # raises a refusal
+            failure(
+                error, self.endpoint, f"reading the positions of {self.settings.event_hub}"
+            )  # raises a refusal
             delay = self._outage.next()
-            logger.warning("eventhubs %s: %s; asking again in %.1f s", self.event_hub, words(error), delay)
+            logger.warning(
+                "eventhubs %s: %s; asking again in %.1f s", self.settings.event_hub, words(error), delay
+            )
             self._next_idle_poll = time.monotonic() + delay
             return start
         if self._outage.failures:
             self._outage.reset()
             self.endpoint.available()
-            logger.info("eventhubs %s: available again", self.event_hub)
+            logger.info("eventhubs %s: available again", self.settings.event_hub)
         idle = all(end <= start.get(p, -1) for p, end in ends.items())
         self._next_idle_poll = time.monotonic() + _IDLE_POLL_SECONDS if idle else 0.0
         return ends
@@ -222,9 +214,9 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def stream(self, partition: HubPartition) -> eventhubs_streams.PartitionStream:
         """A receiver positioned for ``partition``'s range: this worker's kept one, or a new one."""
         return eventhubs_streams.take(
-            self.connection,
-            self.event_hub,
-            self.consumer_group,
+            self.settings.connection,
+            self.settings.event_hub,
+            self.settings.consumer_group,
             partition.partition_id,
             partition.start,
             self.endpoint,
@@ -237,11 +229,11 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         from ``stream`` if given (see :meth:`stream`)."""
         logs.configure()  # an executor's Python worker
         worker_gc.freeze_loaded()
-        source = f"{self.connection.host}/{self.event_hub}"
+        source = f"{self.settings.connection.host}/{self.settings.event_hub}"
         stream = stream or self.stream(partition)
         finished = False
         try:
-            for events in stream.read_range(partition.start, partition.end, self.receive_timeout):
+            for events in stream.read_range(partition.start, partition.end, self.settings.receive_timeout):
                 for event in events:
                     yield to_event(event, source, partition.partition_id, partition.partition_count)
             finished = True

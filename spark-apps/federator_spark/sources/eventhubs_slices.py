@@ -39,21 +39,14 @@ class SliceGroup(InputPartition):
 
 
 class EventHubsSliceReader(EventHubsStreamReader):
-    """Options: those of :class:`EventHubsStreamReader`, and ``sliceTasks``: at most this many Spark
-    tasks per batch (default: a task per partition). A batch's slices are spread over them by size,
-    so a batch of many partitions runs in one wave of tasks when this is the number of task slots:
-    each task costs Spark a few hundred milliseconds however little it does."""
-
-    def __init__(self, options: Any) -> None:
-        super().__init__(options)
-        tasks = options.get("sliceTasks")
-        self.tasks = int(tasks) if tasks else None
-        if self.tasks is not None and self.tasks < 1:
-            raise ValueError("sliceTasks must be at least 1")
+    """What :class:`EventHubsStreamReader` reads, in at most ``slice_tasks`` Spark tasks per batch
+    (default: a task per partition). A batch's slices are spread over them by size, so a batch of many
+    partitions runs in one wave of tasks when this is the number of task slots: each task costs Spark a
+    few hundred milliseconds however little it does."""
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         slices = [p for p in super().partitions(start, end) if isinstance(p, HubPartition)]
-        return [SliceGroup(group) for group in spread(slices, self.tasks or len(slices))]
+        return [SliceGroup(group) for group in spread(slices, self.settings.slice_tasks or len(slices))]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, SliceGroup)

@@ -82,18 +82,19 @@ class SpoolPartition(InputPartition):
 
 
 class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Options (read by :class:`SourceSettings`): ``connection`` (JSON, see
-    :class:`~federator_spark.connections.Connection`), ``queueName`` | ``topicName`` +
-    ``subscriptionName``, ``subQueue`` (``none`` | ``deadLetter``), ``maxMessagesPerBatch`` (default
-    1000), ``checkpointLocation`` (**required**, the query's own: spool files live under it and Spark's
-    commit log there decides completion), ``receiveWaitSeconds`` (how long an idle poll waits, default
-    1), ``maxLockRenewalSeconds`` (how long locks are renewed without any call from Spark, default 600),
-    ``statusFile`` (where an outage of the namespace is reported while it is retried).
+    """Reads what :class:`SourceSettings` names. As the ``servicebus`` data source, from the options
+    ``connection`` (JSON, see :class:`~federator_spark.connections.Connection`), ``queueName`` |
+    ``topicName`` + ``subscriptionName``, ``subQueue`` (``none`` | ``deadLetter``),
+    ``maxMessagesPerBatch`` (default 1000), ``checkpointLocation`` (**required**, the query's own: spool
+    files live under it and Spark's commit log there decides completion), ``receiveWaitSeconds`` (how
+    long an idle poll waits, default 1), ``maxLockRenewalSeconds`` (how long locks are renewed without
+    any call from Spark, default 600), ``statusFile`` (where an outage of the namespace is reported while
+    it is retried).
     """
 
-    def __init__(self, options: Any) -> None:
+    def __init__(self, settings: SourceSettings) -> None:
         logs.configure()  # the driver's source process
-        self.settings = SourceSettings.from_options(options)
+        self.settings = settings
 
     # ------------------------------------------------------------------------------------ driver side
 

@@ -1,4 +1,6 @@
-"""The options of a Service Bus stream reader, checked once (a wrong option fails the query at start)."""
+"""What a Service Bus stream reader reads: typed, checked once. A ReplicationTask's driver plans it from the
+task config; the ``servicebus`` data source reads it from its string options (a wrong option fails the
+query at start)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from federator_contract.checkpoints import STATE_DIR, local_checkpoint_path
+from federator_contract.checkpoints import CheckpointLayout
 from federator_spark.connections import Connection
 
 SUB_QUEUES = ("none", "deadLetter")
+WAIT_SECONDS = 1.0  # how long an idle poll waits
+LOCK_RENEWAL_SECONDS = 600.0  # how long locks are renewed without any call from Spark
 
 
 @dataclass(frozen=True)
@@ -20,9 +24,10 @@ class SourceSettings:
     subscription: str | None
     dead_letter: bool
     max_messages: int
-    checkpoint: Path
-    wait_seconds: float
-    max_lock_renewal_seconds: float
+    layout: CheckpointLayout
+    """The query's checkpoint: Spark's commit log there decides completion; the spool lives under it."""
+    wait_seconds: float = WAIT_SECONDS
+    max_lock_renewal_seconds: float = LOCK_RENEWAL_SECONDS
     status_file: str | None = None
 
     @classmethod
@@ -50,9 +55,9 @@ class SourceSettings:
             subscription=subscription,
             dead_letter=sub_queue == "deadLetter",
             max_messages=max_messages,
-            checkpoint=local_checkpoint_path(options["checkpointLocation"]),
-            wait_seconds=float(options.get("receiveWaitSeconds", "1")),
-            max_lock_renewal_seconds=float(options.get("maxLockRenewalSeconds", "600")),
+            layout=CheckpointLayout.at(options["checkpointLocation"]),
+            wait_seconds=float(options.get("receiveWaitSeconds", WAIT_SECONDS)),
+            max_lock_renewal_seconds=float(options.get("maxLockRenewalSeconds", LOCK_RENEWAL_SECONDS)),
             status_file=options.get("statusFile"),
         )
 
@@ -62,5 +67,9 @@ class SourceSettings:
         return f"{path}/$DeadLetterQueue" if self.dead_letter else path
 
     @property
+    def checkpoint(self) -> Path:
+        return self.layout.query_dir
+
+    @property
     def spool_dir(self) -> Path:
-        return self.checkpoint / STATE_DIR / "servicebus"
+        return self.layout.spool_dir

@@ -37,7 +37,7 @@ class SpoolSlices(InputPartition):
 
 
 class ServiceBusSliceReader(ServiceBusStreamReader):
-    """Options: those of :class:`ServiceBusStreamReader`."""
+    """What :class:`ServiceBusStreamReader` reads, as slices of spool files."""
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         numbers = list(range(start[SPOOL_KEY] + 1, end[SPOOL_KEY] + 1))

@@ -4,17 +4,17 @@ where the checkpoint stores are (``spec.checkpointTranslation``, with the connec
 from __future__ import annotations
 
 from federator_contract.api.translation import CheckpointStore
+from federator_contract.checkpoints import CheckpointLayout
+from federator_contract.driverstatus import TRANSLATION_FILE
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
-from federator_spark.config import local_path
 from federator_spark.plan import connection_for
 from federator_spark.translation.layout import ConsumerGroupRef
 from federator_spark.translation.store import BlobLocation
 from federator_spark.translation.translator import TranslationPlan
 
-STATE_DIR = "federator/translation"  # under the query's checkpoint location: the index names the target
 
-
-def translation_plan(config: TaskConfig, report_file: str | None = None) -> TranslationPlan | None:
+def translation_plan(config: TaskConfig, layout: CheckpointLayout) -> TranslationPlan | None:
+    """The index under the query's checkpoint, the report beside the task's status."""
     spec = config.spec
     translation = spec.checkpoint_translation
     if translation is None:
@@ -51,8 +51,8 @@ def translation_plan(config: TaskConfig, report_file: str | None = None) -> Tran
         source_store=source_store,
         target_store=target_store,
         interval_seconds=translation.interval_seconds,
-        state_dir=str(local_path(config.query_checkpoint_location) / STATE_DIR),
-        report_file=report_file,
+        state_dir=str(layout.translation_dir),
+        report_file=str(layout.beside_status(TRANSLATION_FILE)),
     )
 
 
