@@ -1,7 +1,9 @@
-"""Run the Azure SDK for Python's published samples against the emulator (``tools/run-sdk-samples``).
+"""Run the Azure SDKs' published samples against the emulator (``tools/run-sdk-samples``).
 
-The samples come from the sdists of the installed azure-eventhub and azure-servicebus versions
-(``pip download --no-binary :all: --no-deps``), unmodified. They run with only environment variables
+The Python samples come from the sdists of the installed azure-eventhub and azure-servicebus versions
+(``pip download --no-binary :all: --no-deps``), the JavaScript ones from the SDK repository at the
+pinned packages' tags (``sdk_samples_js``), unmodified. A sample is a command (its language's
+interpreter and its file) and an environment: they run with only environment variables
 set, as a user runs them against Azure: the connection strings, entity names, and for Microsoft Entra
 ID ``AZURE_AUTHORITY_HOST``, ``AZURE_TENANT_ID``, ``AZURE_CLIENT_ID`` and ``AZURE_FEDERATED_TOKEN_FILE``
 (``DefaultAzureCredential`` signs in as a workload identity, as in AKS) or ``AZURE_CLIENT_SECRET``
@@ -14,8 +16,9 @@ the emulator binds those ports on 127.0.0.1, ``localhost`` is the namespace's ho
 The samples trust the emulator's CA through a copy of ``certifi`` (the SDKs' AMQP transport reads only
 its bundle) and ``SSL_CERT_FILE`` / ``REQUESTS_CA_BUNDLE``.
 
-The checkpoint samples keep their checkpoints in Blob Storage: Azurite (``tools/install-azurite``, run
-first if it is missing) serves the account ``AZURE_STORAGE_ACCOUNT`` names, at Azure's URL
+The checkpoint samples keep their checkpoints in Blob Storage (``sdk_samples_storage``): Azurite
+(``tools/install-azurite``, run first if it is missing) serves the account ``AZURE_STORAGE_ACCOUNT`` names,
+at Azure's URL
 ``https://devstoreaccount1.blob.core.windows.net`` (on its own loopback address, so that it has port 443
 too), over HTTPS with a certificate of its own CA, accepting the emulator's Microsoft Entra tokens. The
 container the samples name is created first; the runner sends events into such a sample's event hub
@@ -30,6 +33,7 @@ and the exit code is 1 if any sample failed.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import importlib.metadata
 import json
 import os
@@ -40,15 +44,27 @@ import subprocess
 import sys
 import tarfile
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from federator.local.azurite import ACCOUNT, AzuriteNotFound, RunningAzurite, blob_binary, start_azurite
+import sdk_samples_js
+from sdk_samples_storage import (
+    BLOB_ADDRESS,
+    BLOB_CONTAINER,
+    BLOB_HOST,
+    NEEDS_BLOB_STORAGE,
+    BlobStorage,
+    install_azurite,
+    live_events,
+    needs_blob_storage,
+    seed_events,
+    start_blob_storage,
+    stop_blob_storage,
+)
 
-if TYPE_CHECKING:
-    from azure.storage.blob import ContainerClient
+from federator.local.azurite import ACCOUNT, AzuriteNotFound
 
 ROOT = Path(__file__).resolve().parents[1]
 DISTRIBUTIONS = ("azure-eventhub", "azure-servicebus")
@@ -60,12 +76,11 @@ SERVICE_ACCOUNT = "system:serviceaccount:samples:runner"
 CLUSTER_ISSUER = "https://oidc.samples.invalid"
 KEY_NAME, KEY = "RootManageSharedAccessKey", "SAS_KEY_VALUE"
 PARTITIONS = 2  # of every event hub
-
-# The checkpoint samples' storage account: Azurite at Azure's account URL (AZURE_STORAGE_ACCOUNT with the
-# samples' default PROTOCOL and ACCOUNT_URL_SUFFIX), on a loopback address of its own beside the emulator.
-NEEDS_BLOB_STORAGE = "CheckpointStore"
-BLOB_HOST, BLOB_ADDRESS = f"{ACCOUNT}.blob.core.windows.net", "127.0.0.2"
-BLOB_CONTAINER = "your-blob-container-name"  # written in the samples ("make sure the container exists")
+# The emulator's plain AMQP port, for the runner's own sends.
+PLAIN_CONNECTION = (
+    f"Endpoint=sb://localhost:5672/;SharedAccessKeyName={KEY_NAME};SharedAccessKey={KEY};"
+    "UseDevelopmentEmulator=true"
+)
 
 # Samples that need something other than Event Hubs, Service Bus and Blob Storage (checked on the source).
 NOT_RUN: tuple[tuple[str, str], ...] = (
@@ -109,6 +124,27 @@ FAILURE_MARKS = (
 )
 
 
+@dataclass(frozen=True)
+class Language:
+    """How a sample in one language runs, what it needs that is not here, how its output tells of a
+    failure: a sample is a command and its environment."""
+
+    suffix: str
+    interpreter: tuple[str, ...]
+    not_run: tuple[tuple[str, str], ...]
+    failure_marks: tuple[str, ...]
+    # Where its output says what went wrong: the last lines (a Python traceback ends with the error),
+    # or the line with the failure mark (a JS sample prints the error there, then the error's fields).
+    error_at_mark: bool = False
+
+
+PYTHON = Language(".py", (sys.executable,), NOT_RUN, FAILURE_MARKS)
+JAVASCRIPT = Language(".js", ("node",), sdk_samples_js.NOT_RUN, sdk_samples_js.FAILURE_MARKS, True)
+LANGUAGES = {language.suffix: language for language in (PYTHON, JAVASCRIPT)}
+# Why the JavaScript samples are missing, if they are (written outside the namespace, read inside).
+JS_MISSING = "javascript-samples-missing.txt"
+
+
 @dataclass
 class Result:
     sample: str
@@ -139,13 +175,14 @@ def fetch_samples(work: Path) -> list[Path]:
     return found
 
 
-def install_azurite() -> None:
-    """Install Azurite if it is missing (the namespace has no network); without npm the checkpoint samples
-    are reported as not run, with the reason."""
-    try:
-        blob_binary()
-    except AzuriteNotFound:
-        subprocess.run([str(ROOT / "tools" / "install-azurite")], check=False)
+def fetch_js_samples(work: Path, checkout: Path | None) -> None:
+    """The JavaScript samples (``sdk_samples_js``), after their packages are installed (with npm, which
+    the namespace has no network for); the reason there are none, if so, for ``inside``."""
+    if shutil.which("node") is not None:
+        subprocess.run([str(ROOT / "tools" / "install-js-sdks")], check=False, stdout=subprocess.DEVNULL)
+    missing = "node is not installed" if shutil.which("node") is None else ""
+    missing = missing or sdk_samples_js.fetch(work, checkout).missing
+    (work / JS_MISSING).write_text(missing)
 
 
 def reexec_in_network_namespace(args: list[str]) -> int:
@@ -185,13 +222,14 @@ def cluster_issuer(work: Path) -> tuple[Path, Path]:
 def entity_names(index: int) -> dict[str, str]:
     """The entities one sample uses: each sample has its own, so none finds another's leftovers (an Event
     Hubs receive sample reads its hub from the start)."""
-    return {
+    names = {
         "EVENT_HUB_NAME": f"eventhub-{index}",
         "SERVICEBUS_QUEUE_NAME": f"queue-{index}",
         "SERVICEBUS_SESSION_QUEUE_NAME": f"sessionqueue-{index}",
         "SERVICEBUS_TOPIC_NAME": f"topic-{index}",
         "SERVICEBUS_SUBSCRIPTION_NAME": "subscription",
     }
+    return {**names, **sdk_samples_js.entity_names(names)}
 
 
 def emulator_config(jwks: Path, samples: int) -> dict[str, Any]:
@@ -255,50 +293,6 @@ def start_emulator(work: Path, config: dict[str, Any]) -> tuple[subprocess.Popen
     return process, json.loads(ready.read_text())
 
 
-@dataclass
-class BlobStorage:
-    """Azurite serving the samples' storage account, and the CA of its certificate."""
-
-    azurite: RunningAzurite
-    ca: Path
-
-    def container(self) -> ContainerClient:
-        from azure.storage.blob import ContainerClient
-
-        connection, verify = self.azurite.connection_string(), str(self.ca)
-        return ContainerClient.from_connection_string(connection, BLOB_CONTAINER, connection_verify=verify)
-
-    def checkpoints(self, event_hub: str) -> int:
-        """How many partitions of ``event_hub`` have a checkpoint in the store (consumer group $Default)."""
-        with self.container() as container:
-            found = container.list_blobs(name_starts_with=f"localhost/{event_hub}/$default/checkpoint/")
-            return len(list(found))
-
-
-def start_blob_storage(work: Path) -> BlobStorage:
-    """Azurite on port 443 of ``BLOB_ADDRESS`` with a throwaway data dir, and the samples' container."""
-    import trustme
-
-    ca, tls = trustme.CA(), work / "azurite-tls"
-    tls.mkdir(exist_ok=True)
-    certificate = ca.issue_cert(BLOB_HOST, BLOB_ADDRESS)
-    cert, key, ca_file = tls / "cert.pem", tls / "key.pem", tls / "ca.pem"
-    certificate.cert_chain_pems[0].write_to_path(str(cert))
-    certificate.private_key_pem.write_to_path(str(key))
-    ca.cert_pem.write_to_path(str(ca_file))
-    shutil.rmtree(work / "azurite", ignore_errors=True)
-    azurite = start_azurite(work / "azurite", host=BLOB_ADDRESS, port=443, https=(cert, key))
-    storage = BlobStorage(azurite, ca_file)
-    with storage.container() as container:
-        container.create_container()
-    return storage
-
-
-def stop_blob_storage(storage: BlobStorage) -> None:
-    storage.azurite.stop()
-    shutil.rmtree(storage.azurite.location, ignore_errors=True)
-
-
 def trust_store(work: Path, cas: list[Path]) -> Path:
     """A copy of certifi whose bundle also holds the emulator's (and Azurite's) CA (the SDKs' AMQP
     transport reads only ``certifi.where()``), to put first on PYTHONPATH."""
@@ -337,30 +331,42 @@ def sample_environment(trust: Path, token_file: Path) -> dict[str, str]:
         "AZURE_CLIENT_ID": CLIENT_ID,
         "AZURE_FEDERATED_TOKEN_FILE": str(token_file),
         "AZURE_STORAGE_ACCOUNT": ACCOUNT,
+        **sdk_samples_js.environment(bundle, connection_string, KEY_NAME, KEY, BLOB_CONTAINER),
     }
 
 
 @dataclass
 class Runner:
-    """What the samples run with; ``not_run`` marks (found in a sample's source) with the reason."""
+    """What the samples run with; ``not_run``: marks (found in a sample's source) with the reason, beyond
+    each language's own."""
 
     base: Path
     environment: dict[str, str]
     seconds: float
     logs: Path
     storage: BlobStorage | None
-    not_run: tuple[tuple[str, str], ...] = NOT_RUN
+    not_run: tuple[tuple[str, str], ...] = ()
 
     def run(self, path: Path, index: int) -> Result:
         name, source = str(path.relative_to(self.base)), path.read_text()
-        reason = next((reason for mark, reason in self.not_run if mark in source), None)
+        language = LANGUAGES[path.suffix]
+        marks = language.not_run + self.not_run
+        reason = next((reason for mark, reason in marks if mark in source), None)
         if reason is not None:
             return Result(name, "not run", 0.0, reason)
-        event_hub = entity_names(index)["EVENT_HUB_NAME"]
+        names = entity_names(index)
+        environment = {**self.environment, **names, **sdk_samples_js.sample_entities(path.name, names)}
+        before = self.run_first(path, language, environment)
+        if before is not None and before.status not in ("pass", "stopped"):
+            detail = f"{before.sample}, to run before it, failed: {before.detail}"
+            return Result(name, "fail", before.seconds, detail)
+        event_hub = names["EVENT_HUB_NAME"]
         storage = self.storage if NEEDS_BLOB_STORAGE in source else None
         if storage is not None:
-            seed_events(event_hub)
-        result = run_sample(path, name, {**self.environment, **entity_names(index)}, self.seconds, self.logs)
+            seed_events(PLAIN_CONNECTION, event_hub, PARTITIONS)
+        live = live_events(PLAIN_CONNECTION, event_hub, PARTITIONS) if storage is not None else nullcontext()
+        with live:
+            result = run_sample(path, name, language, environment, self.seconds, self.logs)
         # The SDK only logs a checkpoint store's errors (and errors in the sample's event handler) and
         # carries on: the checkpoints in the store are what show that the sample worked.
         passed = result.status in ("pass", "stopped")
@@ -369,17 +375,15 @@ class Runner:
             return failure(name, text, result.seconds, "wrote no checkpoint in the checkpoint store")
         return result
 
-
-def seed_events(event_hub: str) -> None:
-    """Events for a checkpoint sample to read and checkpoint (its hub is otherwise empty): as many on each
-    partition as ``recv_with_checkpoint_by_event_count`` reads before it checkpoints."""
-    from azure.eventhub import EventData, EventHubProducerClient
-
-    development = f"Endpoint=sb://localhost:5672/;SharedAccessKeyName={KEY_NAME};SharedAccessKey={KEY}"
-    connection = development + ";UseDevelopmentEmulator=true"  # the emulator's plain AMQP port
-    with EventHubProducerClient.from_connection_string(connection, eventhub_name=event_hub) as producer:
-        for partition in range(PARTITIONS):
-            producer.send_batch([EventData(f"event {i}") for i in range(25)], partition_id=str(partition))
+    def run_first(self, path: Path, language: Language, environment: dict[str, str]) -> Result | None:
+        """The sample a sample says to run before it (with the same entities), if it names one."""
+        first = sdk_samples_js.RUN_FIRST.get(path.name)
+        if first is None:
+            return None
+        package = self.base / path.relative_to(self.base).parts[0]
+        found = next(package.rglob(first))
+        name = f"{found.relative_to(self.base)} (before {path.name})"
+        return run_sample(found, name, language, environment, self.seconds, self.logs)
 
 
 def log_file(logs: Path, name: str) -> Path:
@@ -394,7 +398,9 @@ def failure(name: str, text: str, seconds: float, detail: str) -> Result:
     return Result(name, "fail", seconds, detail)
 
 
-def run_sample(path: Path, name: str, environment: dict[str, str], seconds: float, logs: Path) -> Result:
+def run_sample(
+    path: Path, name: str, language: Language, environment: dict[str, str], seconds: float, logs: Path
+) -> Result:
     source = path.read_text()
     env = {**environment, "PYTHONFAULTHANDLER": "1"}
     # The Event Hubs samples read the hub from the connection string too (EntityPath), as the portal gives it.
@@ -403,7 +409,7 @@ def run_sample(path: Path, name: str, environment: dict[str, str], seconds: floa
         env["AZURE_CLIENT_SECRET"] = CLIENT_SECRET
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, path.name],
+        [*language.interpreter, path.name],
         cwd=path.parent,
         env=env,
         stdout=subprocess.PIPE,
@@ -428,9 +434,11 @@ def run_sample(path: Path, name: str, environment: dict[str, str], seconds: floa
     elapsed = time.monotonic() - started
     if hung:
         return Result(name, "fail", elapsed, f"did not stop on SIGINT; see {log}")
-    mark = next((m for m in FAILURE_MARKS if m in text and not _interrupt_only(text, stopped)), None)
+    marks = language.failure_marks
+    mark = next((m for m in marks if m in text and not _interrupt_only(text, stopped)), None)
     if mark is not None or (process.returncode != 0 and not stopped):
-        return failure(name, text, elapsed, _last_lines(text))
+        marked = mark is not None and language.error_at_mark
+        return failure(name, text, elapsed, _line_with(text, mark) if marked else _last_lines(text))
     return Result(name, "stopped" if stopped else "pass", elapsed, "")
 
 
@@ -450,6 +458,10 @@ def _interrupt_only(text: str, stopped: bool) -> bool:
     return bool(raised) and all(name in _INTERRUPTION for name in raised)
 
 
+def _line_with(text: str, mark: str | None) -> str:
+    return next((line.strip() for line in text.splitlines() if mark and mark in line), "")[:400]
+
+
 def _last_lines(text: str, count: int = 4) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return " | ".join(lines[-count:])[:400]
@@ -466,12 +478,20 @@ def print_table(results: list[Result]) -> None:
     print(f"{passed} passed, {failed} failed, {counts['defect']} sample defects, {counts['not run']} not run")
 
 
+def wants(only: str, language: Language) -> bool:
+    """Whether the ``--only`` pattern may select samples in ``language`` (it may name another's suffix)."""
+    others = tuple(suffix for suffix in LANGUAGES if suffix != language.suffix)
+    return not only.endswith(others)
+
+
 def selected(work: Path, only: str) -> list[Path]:
-    return [p for samples in sorted((work / "samples").iterdir()) for p in sorted(samples.rglob(only))]
-
-
-def needs_blob_storage(paths: list[Path]) -> bool:
-    return any(NEEDS_BLOB_STORAGE in path.read_text() for path in paths)
+    """The samples (in any language) whose file names match ``only``."""
+    return [
+        path
+        for samples in sorted((work / "samples").iterdir())
+        for path in sorted(samples.rglob("*"))
+        if path.suffix in LANGUAGES and fnmatch.fnmatch(path.name, only) and "node_modules" not in path.parts
+    ]
 
 
 def stop_emulator(emulator: subprocess.Popen[bytes]) -> None:
@@ -485,12 +505,13 @@ def runner(work: Path, paths: list[Path], seconds: float, stack: ExitStack) -> R
     shutil.rmtree(work / "data", ignore_errors=True)
     emulator, ready = start_emulator(work, emulator_config(jwks, len(paths)))
     stack.callback(stop_emulator, emulator)
-    cas, storage, not_run = [Path(ready["caCertificatePath"])], None, NOT_RUN
+    cas, storage = [Path(ready["caCertificatePath"])], None
+    not_run: tuple[tuple[str, str], ...] = ()
     if needs_blob_storage(paths):
         try:
             storage = start_blob_storage(work)
         except AzuriteNotFound as missing:
-            not_run = (*NOT_RUN, (NEEDS_BLOB_STORAGE, f"needs Azure Blob Storage: {missing}"))
+            not_run = ((NEEDS_BLOB_STORAGE, f"needs Azure Blob Storage: {missing}"),)
         else:
             stack.callback(stop_blob_storage, storage)
             cas.append(storage.ca)
@@ -508,6 +529,9 @@ def inside(work: Path, only: str, seconds: float, report: Path | None) -> int:
             result = samples.run(path, index)
             print(f"{result.status:<8} {result.seconds:6.1f}s  {result.sample}", flush=True)
             results.append(result)
+    js_missing = (work / JS_MISSING).read_text() if (work / JS_MISSING).exists() else ""
+    if js_missing:
+        results.append(Result("javascript samples", "not run", 0.0, js_missing))
     print()
     print_table(results)
     if report is not None:
@@ -520,7 +544,9 @@ def main() -> int:
     parser.add_argument(
         "--work", type=Path, default=ROOT / ".cache" / "sdk-samples", help="download and run here"
     )
-    parser.add_argument("--only", default="*.py", help="a file name pattern of the samples to run")
+    parser.add_argument("--only", default="*", help="a file name pattern of the samples to run (*.js: JS's)")
+    checkout = "a checkout of Azure/azure-sdk-for-js at the pinned versions' tags"
+    parser.add_argument("--js-samples", type=Path, default=None, help=checkout)
     parser.add_argument("--seconds", type=float, default=25.0, help="a sample's time before SIGINT stops it")
     parser.add_argument("--report", type=Path, default=None, help="also write the results as JSON here")
     args = parser.parse_args()
@@ -529,7 +555,11 @@ def main() -> int:
     if os.environ.get(INSIDE) == "1":
         report = args.report.resolve() if args.report else None
         return inside(work, args.only, args.seconds, report)
-    fetch_samples(work)
+    if wants(args.only, PYTHON):
+        fetch_samples(work)
+    (work / JS_MISSING).unlink(missing_ok=True)
+    if wants(args.only, JAVASCRIPT):
+        fetch_js_samples(work, args.js_samples.resolve() if args.js_samples else None)
     if needs_blob_storage(selected(work, args.only)):
         install_azurite()
     forwarded = ["--work", str(work), "--only", args.only, "--seconds", str(args.seconds)]

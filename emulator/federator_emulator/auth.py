@@ -151,6 +151,14 @@ def missing_claim(right: str, resource: str) -> str:
     )
 
 
+def expired_token(resource: str) -> str:
+    """Why a link is detached when the token that authorized it expires."""
+    return (
+        f"Unauthorized access. The token for '{resource}' has expired; put a new one over $cbs "
+        "before it expires to keep the links it authorized."
+    )
+
+
 def connection_string(host: str, port: int, key_name: str, key: str, entity: str | None = None) -> str:
     """A connection string the SDKs accept for the emulator.
 

@@ -15,6 +15,7 @@ import signal
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ T = TypeVar("T")
 # How often locks, TTLs, scheduled messages and retention are checked. Lock and TTL
 # precision in tests is therefore about this much.
 TICK_SECONDS = 0.05
+EXPIRY_CHECK_SECONDS = 1.0  # how often links are checked for an expired token
 _GRACEFUL_STOP_SECONDS = 2.0
 
 
@@ -148,6 +150,7 @@ class Emulator:
         self._brokers: list[Broker] = []
         self._journals: list[Journal] = []
         self._timer: Task | None = None
+        self._next_expiry_check = 0.0
         self._stopping = False
         self.management: ManagementServer | None = None
         # Without a data dir, the CA and the token signing key live in a directory removed on stop.
@@ -245,6 +248,11 @@ class Emulator:
         for state in self.namespaces.values():
             state.tick()
             state.journal.commit()
+        now = time.time()
+        if now >= self._next_expiry_check:  # tokens expire by the second: no need to look every tick
+            self._next_expiry_check = now + EXPIRY_CHECK_SECONDS
+            for broker in self._brokers:
+                broker.detach_expired(now)
         if not self._stopping:
             self._timer = self._container.schedule(TICK_SECONDS, self._control)
 

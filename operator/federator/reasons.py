@@ -1,6 +1,10 @@
-"""Condition reasons: single CamelCase words that programs match on. Every reason a controller sets is
-listed here under the condition it explains, and documented (docs/status.md, docs/troubleshooting.md;
-a test keeps the docs complete)."""
+"""Reasons: single CamelCase words that programs match on, of conditions and of Events. Every reason the
+operator, local mode or the CLI gives is defined here, listed under the condition it explains (or among
+the Events) and documented in docs/status.md (the triad's also in docs/troubleshooting.md).
+tests/architecture/test_reasons.py proves it: no reason is spelled anywhere else, every one here is
+used, and the docs' tables name these and no others. A reason passed on rather than chosen (an error's,
+the Spark application's state as `SparkApplicationRunning` carries it) was chosen from here where the
+error was raised."""
 
 from __future__ import annotations
 
@@ -37,6 +41,13 @@ SERVICE_ACCOUNT_NOT_ALLOWED = "ServiceAccountNotAllowed"
 SPARK_CONF_NOT_ALLOWED = "SparkConfNotAllowed"
 # A checkpoint URI in a cluster: no pod mounts it (only a claim is), positions would be lost on restart.
 CHECKPOINT_NOT_MOUNTED = "CheckpointNotMounted"
+# Credential scoping (validation/credential_scope.py): a workloadIdentity connection's host outside Azure's
+# DNS suffixes and the installer's, or the operator's own identity outside the namespaces allowed it.
+ENDPOINT_HOST_NOT_ALLOWED = "EndpointHostNotAllowed"
+OPERATOR_IDENTITY_NOT_ALLOWED = "OperatorIdentityNotAllowed"
+# A field the operator applies to a child was changed by another field manager (apply/children.py): named,
+# never overwritten.
+FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
 # Local mode: an endpoint refused the app (its query stopped; in a cluster: federator_endpoint_unavailable).
 SOURCE_AUTH_REFUSED = appstatus.REFUSED["source", "auth"]
 SOURCE_NOT_FOUND = appstatus.REFUSED["source", "notFound"]
@@ -82,6 +93,37 @@ SOURCE_UNREACHABLE = "Unreachable"
 CHECKPOINT_VOLUME_SHARED = "ReadWriteMany"
 CHECKPOINT_VOLUME_NOT_SHARED = "CheckpointVolumeNotShared"
 CHECKPOINT_VOLUME_NOT_FOUND = "CheckpointVolumeNotFound"
+# FailoverGroup domain condition LosslessFailover: whether a planned failover now would lose anything.
+CAUGHT_UP = "CaughtUp"
+REPLICATION_BEHIND = "ReplicationBehind"
+LAG_NOT_MEASURED = "LagNotMeasured"
+NO_REPLICATION = "NoReplication"
+
+# Events: what a pass did (a change of Ready is announced too, with Ready's reason).
+DRIFT_CORRECTED = "DriftCorrected"  # a child edited or deleted by hand was put back
+SPEC_WARNING = "SpecWarning"  # a slip in the spec (`federator validate` prints the same), every kind
+DELETED = "Deleted"  # what deleting the resource deleted
+SPARK_APPLICATION_CREATED = "SparkApplicationCreated"
+FOLLOWED_MEMBER_SWITCHED = "FollowedMemberSwitched"  # a followed FailoverGroup switched: re-planned
+TASK_CREATED = "TaskCreated"  # ServiceBusMirror: a pair's task; `Provisioned`: a member's entities
+TASK_DELETED = "TaskDeleted"
+CLEANUP_INCOMPLETE = "CleanupIncomplete"  # Warning: a deleted mirror left entities to remove by hand
+# FailoverGroup (and `FailedOver`, `FailingBack`).
+ACTIVATED = "Activated"
+FAILED_OVER = "FailedOver"  # Warning: an automatic failover
+SWITCHED = "Switched"
+FAILBACK_COMPLETE = "FailbackComplete"
+DRAIN_TIMEOUT = "DrainTimeout"
+PLANNED_SWITCH_WAITING = "PlannedSwitchWaiting"
+PLANNED_SWITCH_TIMED_OUT = "PlannedSwitchTimedOut"
+SWITCH_LOSS = "SwitchLoss"
+MEMBER_UNHEALTHY = "MemberUnhealthy"
+MEMBER_RECOVERED = "MemberRecovered"
+NO_HEALTHY_MEMBER = "NoHealthyMember"
+DELETE_FAILED = "DeleteFailed"  # Warning: DNS records left to delete by hand
+# Local mode: a group's manifest file changed.
+SPEC_RELOADED = "SpecReloaded"
+SPEC_NOT_RELOADED = "SpecNotReloaded"
 
 BY_CONDITION: dict[str, tuple[str, ...]] = {
     "Ready": (RUNNING, MIRRORING, ACTIVE),
@@ -120,6 +162,9 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         SERVICE_ACCOUNT_NOT_ALLOWED,
         SPARK_CONF_NOT_ALLOWED,
         CHECKPOINT_NOT_MOUNTED,
+        ENDPOINT_HOST_NOT_ALLOWED,
+        OPERATOR_IDENTITY_NOT_ALLOWED,
+        FIELD_MANAGER_CONFLICT,
         SOURCE_AUTH_REFUSED,
         SOURCE_NOT_FOUND,
         TARGET_AUTH_REFUSED,
@@ -129,3 +174,51 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         FAILOVER_GROUP_NOT_FOUND,
     ),
 }
+
+# Domain conditions (type → the reasons it is given here). `SourceReachable` Unknown and `RulesProvisioned`
+# False pass on the reason of the error that stopped them (one of those above); `SparkApplicationRunning`
+# carries the Spark application's own state.
+DOMAIN: dict[str, tuple[str, ...]] = {
+    "FailedOver": (ON_PRIMARY, ON_SECONDARY, FAILING_BACK),
+    "LosslessFailover": (CAUGHT_UP, REPLICATION_BEHIND, LAG_NOT_MEASURED, NO_REPLICATION),
+    "SourceReachable": (SOURCE_REACHABLE, SOURCE_UNREACHABLE),
+    "CheckpointVolumeShared": (
+        CHECKPOINT_VOLUME_SHARED,
+        CHECKPOINT_VOLUME_NOT_SHARED,
+        CHECKPOINT_VOLUME_NOT_FOUND,
+    ),
+    "RulesProvisioned": (PROVISIONED,),
+    "TasksReady": (PAIRS_READY, PAIR_FAILED, PAIRS_PENDING),
+}
+
+EVENTS: tuple[str, ...] = (
+    DRIFT_CORRECTED,
+    SPEC_WARNING,
+    DELETED,
+    SPARK_APPLICATION_CREATED,
+    FOLLOWED_MEMBER_SWITCHED,
+    PROVISIONED,
+    TASK_CREATED,
+    TASK_DELETED,
+    CLEANUP_INCOMPLETE,
+    ACTIVATED,
+    FAILED_OVER,
+    SWITCHED,
+    FAILING_BACK,
+    FAILBACK_COMPLETE,
+    DRAIN_TIMEOUT,
+    PLANNED_SWITCH_WAITING,
+    PLANNED_SWITCH_TIMED_OUT,
+    SWITCH_LOSS,
+    MEMBER_UNHEALTHY,
+    MEMBER_RECOVERED,
+    NO_HEALTHY_MEMBER,
+    DELETE_FAILED,
+    SPEC_RELOADED,
+    SPEC_NOT_RELOADED,
+)
+
+CATALOGUE: frozenset[str] = frozenset(
+    {r for reasons in (*BY_CONDITION.values(), *DOMAIN.values(), EVENTS) for r in reasons}
+)
+"""Every reason, of a condition or an Event."""

@@ -22,8 +22,12 @@ DISTRIBUTIONS = {
     "federator-emulator": (ROOT / "emulator", ROOT / "emulator" / "federator_emulator", set()),
     "federator-spark": (ROOT / "spark-apps", ROOT / "spark-apps" / "federator_spark", set()),
 }
-OWN = {"federator_contract": "federator-contract", "federator": "federator", "federator_emulator":
-       "federator-emulator", "federator_spark": "federator-spark"}
+OWN = {
+    "federator_contract": "federator-contract",
+    "federator": "federator",
+    "federator_emulator": "federator-emulator",
+    "federator_spark": "federator-spark",
+}
 _NAME = re.compile(r"^[A-Za-z0-9._-]+")
 
 
@@ -121,8 +125,12 @@ _PARENTS = re.compile(r"Path\(__file__\)\.resolve\(\)\.parents\[(\d+)\]")
 
 def test_no_file_reaches_outside_the_repository() -> None:
     """Contributors have only the clone: nothing reads a sibling folder of the repository."""
-    tracked = [p for d in ("contract", "operator", "emulator", "spark-apps", "tests", "bench", "tools")
-               for p in (ROOT / d).rglob("*") if p.is_file() and p.suffix in ("", ".py", ".sh")]
+    tracked = [
+        p
+        for d in ("contract", "operator", "emulator", "spark-apps", "tests", "bench", "tools")
+        for p in (ROOT / d).rglob("*")
+        if p.is_file() and p.suffix in ("", ".py", ".sh")
+    ]
     tracked += [ROOT / "dev", ROOT / ".ci" / "run"]
     for path in tracked:
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -18,6 +18,7 @@ from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import ServiceBusAuthenticationError, ServiceBusAuthorizationError
 
 from federator_emulator import auth
+from federator_emulator.server import RunningEmulator
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -100,6 +101,31 @@ def test_a_key_with_the_send_right_only_cannot_receive(emulator_factory):
             client.get_queue_receiver("q") as receiver,
         ):
             receiver.receive_messages(max_wait_time=1)
+
+
+class TokenThatIsNeverRenewed:
+    """A client's credential that does not renew its token in time: a SAS token that expires in
+    ``seconds``, said to last an hour (so the SDK does not ask for another before then)."""
+
+    def __init__(self, resource: str, seconds: int) -> None:
+        self.resource, self.seconds = resource, seconds
+
+    def get_token(self, *scopes: str, **kwargs: object) -> AccessToken:
+        expiry = int(time.time()) + self.seconds
+        token = auth.generate_sas_token(self.resource, "RootManageSharedAccessKey", "SAS_KEY_VALUE", expiry)
+        return AccessToken(token, int(time.time()) + 3600)
+
+
+def test_an_open_link_is_detached_when_its_token_expires_as_azure_drops_it(emulator: RunningEmulator) -> None:
+    port = emulator.namespace().amqp_port
+    credential = TokenThatIsNeverRenewed(f"sb://localhost:{port}/", seconds=3)
+    client = ServiceBusClient(f"localhost:{port}", credential, use_tls=False, retry_total=0)
+    with client, client.get_queue_receiver("q1") as receiver:
+        assert receiver.receive_messages(max_wait_time=0.5) == []  # the link is open
+        give_up = time.monotonic() + credential.seconds + 15
+        with pytest.raises(ServiceBusAuthorizationError, match="has expired"):
+            while time.monotonic() < give_up:  # receives on the open link until it is detached
+                receiver.receive_messages(max_wait_time=1)
 
 
 def test_valid_key_is_accepted(cs):

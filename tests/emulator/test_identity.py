@@ -116,6 +116,20 @@ def test_a_service_principal_sends_with_a_client_secret_over_tls(entra: RunningE
     assert entra.call(lambda: entra.state().queue("q1").next_sequence_number) == 2
 
 
+def test_reading_an_event_hubs_properties_needs_a_role_on_it(entra: RunningEmulator) -> None:
+    # A producer reads the partition ids before it sends (a Data Sender may); a principal with no role
+    # on the hub may not, whatever its token's audience.
+    with (
+        secret_credential(entra, SENDER) as credential,
+        EventHubProducerClient(plain(entra), "hub1", credential, use_tls=False) as producer,
+    ):
+        assert producer.get_partition_ids() == producer.get_eventhub_properties()["partition_ids"]
+    with secret_credential(entra, NOBODY) as credential:
+        producer = EventHubProducerClient(plain(entra), "hub1", credential, use_tls=False, retry_total=0)
+        with producer, pytest.raises(AuthenticationError, match="claim\\(s\\) are required"):
+            producer.get_eventhub_properties()
+
+
 def test_workload_identity_with_a_projected_token_file_drives_data_and_management(
     entra: RunningEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

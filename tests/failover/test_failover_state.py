@@ -11,7 +11,8 @@ import pytest
 
 from federator.failover.conditions import assess, failback_instruction
 from federator.failover.state import Drain, GroupState, ProbeOutcome, Step, step
-from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator.status.results import written
+from federator_contract.api.failovergroup import FailoverGroupSpec, FailoverGroupStatus
 
 T0 = datetime(2026, 11, 1, 12, 0, 0, tzinfo=UTC)
 UP, DOWN = ProbeOutcome(True), ProbeOutcome(False, "connection refused")
@@ -61,7 +62,8 @@ class Group:
         result = step(
             self.spec, self.state, probes or {m.name: UP for m in self.spec.members}, drain, self.now
         )
-        self.state = GroupState.from_status(result.state.status_fields())  # through the status, as stored
+        stored = FailoverGroupStatus.model_validate(written(result.state.to_status()))  # as a patch writes it
+        self.state = GroupState.from_status(stored)
         self.steps.append(result)
         return result
 
@@ -263,24 +265,24 @@ def test_unchanged_probe_results_are_not_rewritten_until_they_are_a_minute_old()
 def test_conditions_follow_the_phase() -> None:
     group = Group(spec())
     group.round()
-    by_type = {c.type: c for c in assess(group.spec, group.state)}
+    by_type = {c.type: c for c in assess(group.spec, group.state).updates}
     assert (by_type["Ready"].status, by_type["Ready"].reason) == ("True", "Active")
     assert (by_type["FailedOver"].status, by_type["FailedOver"].reason) == ("False", "OnPrimary")
 
     group.rounds([DOWN])
-    by_type = {c.type: c for c in assess(group.spec, group.state)}
+    by_type = {c.type: c for c in assess(group.spec, group.state).updates}
     assert (by_type["Reconciling"].status, by_type["Reconciling"].reason) == ("True", "ActiveMemberUnhealthy")
     assert "1 of 3 failed probes" in by_type["Ready"].message
 
     group.rounds([DOWN, DOWN])
-    by_type = {c.type: c for c in assess(group.spec, group.state)}
+    by_type = {c.type: c for c in assess(group.spec, group.state).updates}
     assert (by_type["Ready"].status, by_type["FailedOver"].reason) == ("True", "OnSecondary")
     assert "set spec.activeMember to weu" in by_type["FailedOver"].message
 
     group.spec = spec(activeMember="weu")
     group.round(drain=None)
     group.round(drain=Drain(pending=("orders",)))
-    by_type = {c.type: c for c in assess(group.spec, group.state)}
+    by_type = {c.type: c for c in assess(group.spec, group.state).updates}
     assert (by_type["Reconciling"].status, by_type["Reconciling"].reason) == ("True", "FailingBack")
     assert "still holding messages: orders" in by_type["Reconciling"].message
     assert (by_type["FailedOver"].status, by_type["FailedOver"].reason) == ("True", "FailingBack")

@@ -23,9 +23,7 @@ TASKS = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationtasks"
 async def put_task(api: KubeClient, lag: dict[str, Any]) -> None:
     found = task("weu-to-neu", "weu", "neu", None)
     if await api.get(f"{TASKS}/weu-to-neu") is None:
-        await api.create(
-            TASKS, {"apiVersion": "federator.io/v1alpha1", "kind": "ReplicationTask", **found}
-        )
+        await api.create(TASKS, {"apiVersion": "federator.io/v1alpha1", "kind": "ReplicationTask", **found})
     await api.patch(f"{TASKS}/weu-to-neu/status", {"status": {"lag": lag}})
 
 

@@ -13,6 +13,8 @@ from test_failover_state import T0, UP, spec
 from federator.failover.conditions import assess
 from federator.failover.replication import replication_to_members
 from federator.failover.state import GroupState, step
+from federator.status.results import written
+from federator_contract.api.failovergroup import FailoverGroupStatus
 
 
 def task(name: str, source: str, target: str, lag: dict[str, Any] | None) -> dict[str, Any]:
@@ -45,13 +47,14 @@ class Group:
         result = step(
             self.spec, self.state, {m.name: UP for m in self.spec.members}, None, self.now, replication
         )
-        self.state = GroupState.from_status(result.state.status_fields())
+        stored = FailoverGroupStatus.model_validate(written(result.state.to_status()))
+        self.state = GroupState.from_status(stored)
         self.notes += [(n.reason, n.message) for n in result.notes]
         self.conditions = {
             c.type: c
             for c in assess(
                 self.spec, self.state, replication_to_members(self.spec, self.state.producer, tasks)
-            )
+            ).updates
         }
 
     def request(self, member: str) -> None:
@@ -74,6 +77,11 @@ def test_only_tasks_from_the_producers_member_to_another_member_count() -> None:
         "neu": (("weu-to-neu",), 120, 4.5),
         "eus": (("weu-to-eus",), 0, 0.0),
     }
+
+
+def test_a_lag_that_cannot_be_read_counts_as_not_measured() -> None:
+    found = replication_to_members(spec(), "weu", [task("weu-to-neu", "w", "n", {"eventsBehind": -1})])
+    assert (found["neu"].events_behind, found["neu"].caught_up) == (None, False)
 
 
 def test_the_condition_says_whether_a_failover_now_loses_anything() -> None:
@@ -127,7 +135,7 @@ def test_a_planned_switch_goes_after_its_timeout_and_records_what_it_left() -> N
     group.round([task("weu-to-neu", "w", "n", BEHIND)], after=30)
     assert group.state.producer == "neu"
     assert [reason for reason, _ in group.notes[-2:]] == ["PlannedSwitchTimedOut", "SwitchLoss"]
-    assert group.state.last_loss == {
+    assert written(group.state.to_status())["lastSwitchLoss"] == {
         "member": "neu",
         "time": "2026-11-01T12:01:20Z",
         "tasks": ["weu-to-neu"],
@@ -143,4 +151,4 @@ def test_a_forced_switch_goes_at_once_and_records_the_estimated_loss() -> None:
     assert group.state.producer == "neu"
     assert [reason for reason, _ in group.notes[-2:]] == ["Switched", "SwitchLoss"]
     assert "120 events, 4.5 s (tasks weu-to-neu) not replicated" in group.notes[-1][1]
-    assert group.state.last_loss is not None and group.state.last_loss["eventsBehind"] == 120
+    assert group.state.last_loss is not None and group.state.last_loss.events_behind == 120

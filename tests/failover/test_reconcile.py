@@ -17,6 +17,7 @@ from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
 from federator.provision.environment import ManagementEnvironment
 from federator.reconcile.failovergroup import ConfigMapEndpoints, GroupPorts, group_round, reconcile
+from federator.validation.credential_scope import CredentialScope
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_emulator.server import RunningEmulator
 from federator_emulator.testing import AsyncEmulatorCredential, AsyncFakeCredential, EmulatorFactory
@@ -149,6 +150,7 @@ async def test_emulator_members_need_local_mode(client: KubeClient, emulator: Ru
         runtime(emulator).prober,
         ConfigMapEndpoints(ClusterReads.direct(client)),
         dns=None,
+        scope=CredentialScope(local=True),
         emulators={m: emulator.connection_string(m) for m in ("weu", "neu")},
     )
     local = await group_round(

@@ -1,5 +1,7 @@
 """Every condition reason the operator reports is explained in docs/troubleshooting.md, under the
-condition that carries it; the Debian packages these tests need are installed by the project's script."""
+condition that carries it; docs/status.md names every domain-condition and Event reason, and the docs'
+reason tables name no reason the catalogue (federator.reasons) lacks. The Debian packages these tests need
+are installed by the project's script."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import subprocess
 import pytest
 
 from federator.reasons import BY_CONDITION as REASONS
+from federator.reasons import CATALOGUE, DOMAIN, EVENTS
 from support.resources import ROOT
 
 
@@ -30,3 +33,30 @@ def test_system_packages_script_reports_nothing_missing() -> None:
     subprocess.run(["bash", "-n", str(script)], check=True, timeout=10)
     done = subprocess.run([str(script), "--check"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, f"run tools/install-system-packages: {done.stderr}"
+
+
+def _first_cells(text: str, header: str) -> list[str]:
+    """The reasons named in the first column of every table whose header row starts with ``header``."""
+    found, in_table = [], False
+    for line in text.splitlines():
+        if line.startswith(header):
+            in_table = True
+        elif in_table and line.startswith("|") and not line.startswith("|---"):
+            found += re.findall(r"`([A-Za-z]+)`", line.split("|")[1])
+        elif not line.startswith("|"):
+            in_table = False
+    return found
+
+
+@pytest.mark.parametrize(
+    ("doc", "header"), [("status.md", "| Ready reason |"), ("troubleshooting.md", "| Reason |")]
+)
+def test_the_reason_tables_name_only_catalogued_reasons(doc: str, header: str) -> None:
+    named = _first_cells((ROOT / "docs" / doc).read_text(encoding="utf-8"), header)
+    assert len(named) > 20, f"the reason tables of {doc} are found"
+    assert sorted(set(named) - CATALOGUE) == []
+
+
+@pytest.mark.parametrize("reason", sorted({r for rs in DOMAIN.values() for r in rs} | set(EVENTS)))
+def test_domain_condition_and_event_reasons_are_documented(reason: str) -> None:
+    assert f"`{reason}`" in (ROOT / "docs" / "status.md").read_text(encoding="utf-8")

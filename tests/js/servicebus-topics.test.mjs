@@ -25,6 +25,17 @@ describe("Service Bus topics", () => {
     return messages;
   }
 
+  /** A new topic whose one subscription's rules a rule manager controls, starting without `$Default`. */
+  async function topicWithRuleManager(prefix, subscription) {
+    const admin = adminClient();
+    const topic = unique(prefix);
+    await admin.createTopic(topic);
+    await admin.createSubscription(topic, subscription);
+    const rules = client.createRuleManager(topic, subscription);
+    await rules.deleteRule("$Default");
+    return { admin, topic, rules };
+  }
+
   test("each subscription gets what its filter selects, as its action rewrote it", async () => {
     const sender = client.createSender("orders");
     await sender.sendMessages([
@@ -81,12 +92,7 @@ describe("Service Bus topics", () => {
   });
 
   test("a rule manager adds, lists and removes a subscription's rules over AMQP", async () => {
-    const admin = adminClient();
-    const topic = unique("rule-manager-t");
-    await admin.createTopic(topic);
-    await admin.createSubscription(topic, "audit");
-    const rules = client.createRuleManager(topic, "audit");
-    await rules.deleteRule("$Default");
+    const { admin, topic, rules } = await topicWithRuleManager("rule-manager-t", "audit");
     await rules.createRule("large", { sqlExpression: "amount > 100" }, { sqlExpression: "SET flagged = 'yes'" });
     await rules.createRule("refunds", { subject: "refund", applicationProperties: { channel: "web" } });
     await assert.rejects(rules.createRule("large", { sqlExpression: "1=1" }), /already exists/);
@@ -117,6 +123,26 @@ describe("Service Bus topics", () => {
     const names = [];
     for await (const rule of rules.listRules()) names.push(rule.name);
     assert.deepEqual(names, ["large"]);
+    await admin.deleteTopic(topic);
+  });
+
+  test("a correlation rule's typed properties match messages of the same values and list back typed", async () => {
+    // As the SDK's ruleManager sample writes one: a string, a number, a boolean and a Date.
+    const { admin, topic, rules } = await topicWithRuleManager("typed-rule-t", "typed");
+    const properties = { key1: "value1", key2: 2, key3: true, key4: new Date("2000-01-01T00:00:00Z") };
+    await rules.createRule("typed", { applicationProperties: properties });
+    const listed = [];
+    for await (const rule of rules.listRules()) listed.push(rule);
+    assert.deepEqual(listed[0].filter.applicationProperties, properties);
+
+    const sender = client.createSender(topic);
+    await sender.sendMessages([
+      { body: "same values", applicationProperties: { ...properties } },
+      { body: "another day", applicationProperties: { ...properties, key4: new Date("2000-01-02T00:00:00Z") } },
+    ]);
+    await sender.close();
+    const received = await drain(topic, "typed", 1);
+    assert.deepEqual(received.map((m) => m.body), ["same values"]);
     await admin.deleteTopic(topic);
   });
 });

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from federator import reasons
@@ -45,7 +46,7 @@ def test_an_app_whose_query_runs_is_ready_with_the_status_files_figures(tmp_path
 
     assert (row.condition, row.reason) == ("Ready", reasons.RUNNING)
     assert (row.replicated, row.dead_lettered, row.lag_seconds) == (10, 1, 1.5)
-    assert row.last_batch == "2026-11-21T10:00:00Z"
+    assert row.last_batch == datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
 
 
 def test_an_app_that_exits_by_itself_is_stalled_with_its_last_exception(tmp_path: Path) -> None:

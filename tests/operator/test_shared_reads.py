@@ -14,6 +14,7 @@ from federator.failover.state import ProbeOutcome
 from federator.kube.cached import CachedObjects
 from federator.recent import Recent
 from federator.reconcile.replicationtask_source import SourceProbes
+from federator.validation.credential_scope import CredentialScope
 
 pytestmark = pytest.mark.asyncio
 
@@ -96,7 +97,7 @@ class CountingProber(Prober):
 
 async def test_one_probe_answers_every_task_reading_the_same_entity_with_the_same_credentials() -> None:
     prober = CountingProber()
-    probes = SourceProbes(prober, ttl=60)
+    probes = SourceProbes(prober, CredentialScope(), ttl=60)
     orders = EntityRef("eventHub", "orders", consumer_group="a")
     same, other_key = MemberConnection(connection_string="Endpoint=sb://x/;k"), MemberConnection("sb://y")
     await asyncio.gather(probes.probe(same, orders), probes.probe(same, orders))

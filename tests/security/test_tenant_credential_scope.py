@@ -25,16 +25,12 @@ from federator.planning.following import resolve_following
 from federator.planning.task import plan_replication_task
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.secrets import SecretsAtHand
+from federator.reasons import ENDPOINT_HOST_NOT_ALLOWED, OPERATOR_IDENTITY_NOT_ALLOWED
 from federator.reconcile.failovergroup import reconcile
 from federator.reconcile.replicationtask_source import SourceProbes, source_reachable
 from federator.settings import OperatorSettings
 from federator.validation import check_object
-from federator.validation.credential_scope import (
-    ENDPOINT_HOST_NOT_ALLOWED,
-    OPERATOR_IDENTITY_NOT_ALLOWED,
-    CredentialScope,
-    operator_scope,
-)
+from federator.validation.credential_scope import CredentialScope, operator_scope
 from federator_contract.api.base import API_VERSION, NamespaceConnection, WorkloadIdentity
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from support.kube import KubeServer
@@ -198,10 +194,10 @@ def stalled(conditions: list[dict[str, Any]]) -> tuple[str, str, str]:
     ],
 )
 async def test_a_group_the_operator_would_probe_as_itself_is_stalled(
-    cluster: ClusterReads, host: str, reason: str, installer: pytest.MonkeyPatch
+    cluster: ClusterReads, host: str, reason: str
 ) -> None:
-    installed(installer, operator_identity_namespaces="platform,team-b-*")
-    runtime = FailoverRuntime(ManagementEnvironment(arm_endpoint="https://management.azure.com"))
+    scope = CredentialScope.from_settings(OperatorSettings(operator_identity_namespaces="platform,team-b-*"))
+    runtime = FailoverRuntime(ManagementEnvironment(arm_endpoint="https://management.azure.com"), scope=scope)
     try:
         result = (await reconcile(cluster, runtime, failover_group(identity(host)))).result
     finally:
@@ -237,15 +233,13 @@ async def test_the_installers_namespaces_may_use_the_operators_identity() -> Non
 
 
 @pytest.mark.asyncio
-async def test_a_tasks_source_is_not_probed_as_the_operator_outside_the_installers_namespaces(
-    installer: pytest.MonkeyPatch,
-) -> None:
+async def test_a_tasks_source_is_not_probed_as_the_operator_outside_the_installers_namespaces() -> None:
     spec = task_spec(source=identity("contoso.servicebus.windows.net"))
-    probes = SourceProbes(Prober(), ttl=1)
+    probes = SourceProbes(Prober(), CredentialScope(identity_namespaces=("platform",)), ttl=1)
     update = await source_reachable(NO_SECRETS, probes, NAMESPACE, spec)
     assert (update.status, update.reason) == ("Unknown", OPERATOR_IDENTITY_NOT_ALLOWED)
     assert update.message.startswith(
-        "spec.source connection signs in with workload identity, as the operator"
+        "spec.source.eventHub.connection signs in with workload identity, as the operator"
     )
 
 

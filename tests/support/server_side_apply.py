@@ -16,11 +16,11 @@ library the API server uses for them, sigs.k8s.io/structured-merge-diff (``merge
   the fields it changes from their managers.
 
 There are no schemas here, so every object is treated as a structure of maps whose lists are atomic
-(a whole list is one field, as for a custom resource's lists without ``x-kubernetes-list-type``), except
-the lists of ``field_sets.ASSOCIATIVE`` (``metadata.ownerReferences``, keyed by ``uid``) and ``field_sets.SETS``
-(``metadata.finalizers``). A ``null`` in an applied object removes the field and the applier owns it
-(the API server prunes the null). Not modelled: schema-driven defaults, conversion between versions,
-the cap of ten ``Update`` managers.
+(a whole list is one field, as for a custom resource's lists without ``x-kubernetes-list-type``),
+except the lists of ``field_sets.ASSOCIATIVE`` (``metadata.ownerReferences``, keyed by ``uid``)
+and ``field_sets.SETS`` (``metadata.finalizers``). A ``null`` in an applied object removes the field and
+the applier owns it (the API server prunes the null). Not modelled: schema-driven defaults, conversion
+between versions, the cap of ten ``Update`` managers.
 """
 
 from __future__ import annotations

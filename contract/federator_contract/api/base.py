@@ -108,6 +108,14 @@ class FedModel(BaseModel):
     )
 
 
+class StatusModel(FedModel):
+    """Base of the status models: as `FedModel`, but a field it does not know is kept, not refused. A
+    status a newer operator wrote still parses, and what this one writes back carries those fields
+    unchanged (a spec is refused instead: a field Federator would ignore is a mistake there)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class LocalObjectReference(FedModel):
     """A reference to an object in the same namespace."""
 
@@ -234,7 +242,7 @@ class EndpointConnection(FedModel):
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 
-class Condition(FedModel):
+class Condition(StatusModel):
     """A `metav1.Condition`: one aspect of the resource's current state."""
 
     type: Annotated[
@@ -258,3 +266,13 @@ class Condition(FedModel):
     """The `metadata.generation` the condition was computed from."""
     last_transition_time: datetime
     """When `status` last changed."""
+
+
+class ObjectStatus(StatusModel):
+    """What every kind's status has: the generation it describes and its conditions. The operator's shared
+    status seam reads these through it; each kind's status adds its own fields."""
+
+    observed_generation: int | None = None
+    """The generation of the spec this status describes."""
+    conditions: Annotated[list[Condition], Field(max_length=16, json_schema_extra=list_map("type"))] = []
+    """`Ready`, `Reconciling`, `Stalled` and the kind's own conditions."""

@@ -14,8 +14,10 @@ from federator_contract.api.base import (
     EntityName,
     FedModel,
     NamespaceConnection,
+    ObjectStatus,
     QueueOrSubscription,
     ResourceName,
+    StatusModel,
     SubscriptionName,
     cel,
     exactly_one,
@@ -186,7 +188,7 @@ class FailoverGroupSpec(FedModel):
     """Planned or forced switches."""
 
 
-class ProbeResult(FedModel):
+class ProbeResult(StatusModel):
     """The latest probe of one member."""
 
     member: str
@@ -201,7 +203,7 @@ class ProbeResult(FedModel):
     """Error of the last failed probe."""
 
 
-class PendingSwitch(FedModel):
+class PendingSwitch(StatusModel):
     """A planned switch not made yet."""
 
     member: str
@@ -210,7 +212,7 @@ class PendingSwitch(FedModel):
     """When the switch was asked for (it is forced `plannedTimeoutSeconds` later)."""
 
 
-class SwitchLoss(FedModel):
+class SwitchLoss(StatusModel):
     """The estimated loss of a switch: events not replicated yet to the member switched to."""
 
     member: str
@@ -225,7 +227,7 @@ class SwitchLoss(FedModel):
     """The ReplicationTasks that were behind."""
 
 
-class MemberReplication(FedModel):
+class MemberReplication(StatusModel):
     """What the ReplicationTasks copying from the producers' member to one other member have left."""
 
     member: str
@@ -238,11 +240,9 @@ class MemberReplication(FedModel):
     """What a failover to this member now would leave behind, in seconds of enqueue time."""
 
 
-class FailoverGroupStatus(FedModel):
+class FailoverGroupStatus(ObjectStatus):
     """Observed state of a FailoverGroup. Written by the operator only."""
 
-    observed_generation: int | None = None
-    """The generation of the spec this status describes."""
     conditions: Annotated[list[Condition], Field(max_length=16, json_schema_extra=list_map("type"))] = []
     """`Ready`, `Reconciling`, `Stalled`, `FailedOver`."""
     phase: Literal["Normal", "FailedOver", "FailingBack"] | None = None

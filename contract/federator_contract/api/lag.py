@@ -7,10 +7,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from federator_contract.api.base import FedModel, list_map
+from federator_contract.api.base import StatusModel, list_map
 
 
-class PartitionLag(FedModel):
+class PartitionLag(StatusModel):
     """How far the task is behind in one source partition."""
 
     partition: Annotated[str, Field(max_length=8)]
@@ -26,7 +26,7 @@ class PartitionLag(FedModel):
     """Sequence number of the last event the task replicated (or skipped by its rules)."""
 
 
-class ReplicationLag(FedModel):
+class ReplicationLag(StatusModel):
     """Measured by the replication app every few seconds, against the source's partition tails."""
 
     measured_at: datetime | None = None

@@ -15,10 +15,12 @@ from federator_contract.api.base import (
     EndpointConnection,
     EntityName,
     FedModel,
+    ObjectStatus,
     PropertyName,
     ResourceName,
     SecretKeySelector,
     SqlExpression,
+    StatusModel,
     SubscriptionName,
     cel,
     exactly_one,
@@ -380,7 +382,7 @@ class ReplicationTaskSpec(FedModel):
         return self
 
 
-class SparkApplicationStatus(FedModel):
+class SparkApplicationStatus(StatusModel):
     """The Spark application that runs the task."""
 
     api_version: str
@@ -391,11 +393,9 @@ class SparkApplicationStatus(FedModel):
     """State reported by the Spark operator (e.g. `RUNNING`, `RunningHealthy`)."""
 
 
-class ReplicationTaskStatus(FedModel):
+class ReplicationTaskStatus(ObjectStatus):
     """Observed state of a ReplicationTask. Written by the operator only."""
 
-    observed_generation: int | None = None
-    """The generation of the spec this status describes."""
     conditions: Annotated[list[Condition], Field(max_length=16, json_schema_extra=list_map("type"))] = []
     """`Ready`, `Reconciling`, `Stalled`, `SparkApplicationRunning`, `SourceReachable`."""
     spark_application: SparkApplicationStatus | None = None

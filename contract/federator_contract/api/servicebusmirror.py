@@ -14,8 +14,10 @@ from federator_contract.api.base import (
     FedModel,
     LocalObjectReference,
     NamespaceConnection,
+    ObjectStatus,
     PropertyName,
     QueueOrSubscription,
+    StatusModel,
     WorkloadIdentity,
     cel,
     exactly_one,
@@ -187,7 +189,7 @@ class ServiceBusMirrorSpec(FedModel):
     """Settings of the generated ReplicationTasks."""
 
 
-class MemberStatus(FedModel):
+class MemberStatus(StatusModel):
     """Provisioning state of one member."""
 
     name: str
@@ -204,7 +206,7 @@ class MemberStatus(FedModel):
     and deleting the mirror deletes them; nothing else on the namespace is ever changed."""
 
 
-class PairStatus(FedModel):
+class PairStatus(StatusModel):
     """State of one replication pair."""
 
     source: str
@@ -219,11 +221,9 @@ class PairStatus(FedModel):
     """The task's Ready reason."""
 
 
-class ServiceBusMirrorStatus(FedModel):
+class ServiceBusMirrorStatus(ObjectStatus):
     """Observed state of a ServiceBusMirror. Written by the operator only."""
 
-    observed_generation: int | None = None
-    """The generation of the spec this status describes."""
     conditions: Annotated[list[Condition], Field(max_length=16, json_schema_extra=list_map("type"))] = []
     """`Ready`, `Reconciling`, `Stalled`, `RulesProvisioned`, `TasksReady`."""
     members: Annotated[list[MemberStatus], Field(max_length=8)] = []

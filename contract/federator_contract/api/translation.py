@@ -13,6 +13,7 @@ from federator_contract.api.base import (
     DnsLabel,
     FedModel,
     SecretKeySelector,
+    StatusModel,
     cel,
     exactly_one,
     list_map,
@@ -112,7 +113,7 @@ class CheckpointTranslation(FedModel):
     receiver per partition open). Default: `$Default`."""
 
 
-class TranslatedGroup(FedModel):
+class TranslatedGroup(StatusModel):
     """The last translation of one consumer group."""
 
     consumer_group: ConsumerGroupName
@@ -125,7 +126,7 @@ class TranslatedGroup(FedModel):
     """Target partitions left alone: a consumer reads or checkpointed them on the target."""
 
 
-class CheckpointTranslationStatus(FedModel):
+class CheckpointTranslationStatus(StatusModel):
     """What the replication app's translator did last."""
 
     last_cycle_time: datetime | None = None

@@ -189,9 +189,27 @@ class Broker:
         if not ctx.grants.allows(path, right):
             raise Refused(UNAUTHORIZED, auth.missing_claim(right, resource_uri(address)))
         try:
-            return self._entity_endpoint(ctx, link, path.split("/"), address)
+            endpoint = self._entity_endpoint(ctx, link, path.split("/"), address)
         except UnknownEntity as exc:
             raise Refused(NOT_FOUND, str(exc)) from None
+        endpoint.authorized_by = (path, right)
+        return endpoint
+
+    # -- token expiry ----------------------------------------------------------------------
+    def detach_expired(self, now: float) -> None:
+        """Detach every entity link whose connection no longer holds a valid token for it, as Azure
+        drops a connection's links to an entity when its token expires (a client renews it before)."""
+        for connection in list(self.connections):
+            ctx: ConnectionContext | None = getattr(connection, "fed_context", None)
+            if ctx is None:
+                continue
+            for endpoint in list(ctx.endpoints):
+                if endpoint.authorized_by is None:
+                    continue
+                path, right = endpoint.authorized_by
+                if not ctx.grants.allows(path, right, now):
+                    resource = resource_uri(self._address(endpoint.link))
+                    endpoint.detach(UNAUTHORIZED, auth.expired_token(resource))
 
     def _reply_or(self, ctx: ConnectionContext, link: Any, make: Callable[[], Endpoint]) -> Endpoint:
         """Request nodes: the client's receiver is our reply link, its sender carries requests."""

@@ -79,6 +79,9 @@ class Endpoint:
         self.ctx = ctx
         self.link = link
         self._tags = itertools.count()
+        # An entity link's path and the claim it was attached with: it is detached when the
+        # connection's token for it expires (None: request nodes, whose operations check their own).
+        self.authorized_by: tuple[str, str] | None = None
 
     @property
     def namespace(self) -> NamespaceState:

@@ -1,4 +1,4 @@
-"""Event Hubs links: producers, partition consumers (with owner level) and ``$management`` READ."""
+"""Event Hubs links: producers, partition consumers (with owner level), ``$management`` READ."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from federator_emulator.amqp.endpoints import (
     reply,
     source_filters,
 )
-from federator_emulator.auth import management_node
+from federator_emulator.auth import management_node, missing_claim
 from federator_emulator.state.eventhubs import EventHub, PartitionLog, UnknownEntity
 
 logger = logging.getLogger(__name__)
@@ -211,8 +211,13 @@ class Management(Endpoint):
         request = decode_request(payload)
         props = codec.own(request.properties or {})
         name = str(props.get("name", ""))
-        if not self.ctx.grants.allows(management_node(name)):
-            reply(self.ctx, self.link, request, 401, f"no valid token for {name!r}", error=UNAUTHORIZED)
+        # Any claim on the hub reads it (producers read the partition ids before they send); a token
+        # whose principal has no role there is refused.
+        node = management_node(name)
+        if not any(self.ctx.grants.allows(node, right) for right in ("Send", "Listen")):
+            resource = f"sb://{self.link.connection.hostname or 'localhost'}/{name}/$management"
+            refusal = missing_claim("Send' or 'Listen", resource)  # "'Send' or 'Listen' claim(s) are …"
+            reply(self.ctx, self.link, request, 401, refusal, error=UNAUTHORIZED)
             return
         try:
             hub = self.namespace.event_hub(name)

@@ -12,7 +12,7 @@ from proton import Described, ulong
 from federator_contract.emulatorconfig import CorrelationFilterConfig, RuleConfig
 from federator_emulator.amqp import codec
 from federator_emulator.amqp.endpoints import OperationError
-from federator_emulator.amqp.sqlvalues import to_amqp
+from federator_emulator.amqp.sqlvalues import to_amqp, to_sql
 from federator_emulator.state.namespace import NamespaceState
 
 # Descriptor codes (Microsoft's domain 0x137).
@@ -62,7 +62,10 @@ def _correlation(filter_map: dict[str, Any]) -> CorrelationFilterConfig:
         if field is None:
             raise ValueError(f"correlation-filter {key!r} is not supported by the emulator")
         fields[field] = value
-    fields["properties"] = dict(filter_map.get("properties") or {})
+    # Typed as Service Bus types them (a timestamp is a DateTime, …): compared with a message's values
+    # and listed back in their AMQP types, not as the integers proton decodes some of them to.
+    properties = filter_map.get("properties") or {}
+    fields["properties"] = {str(key): to_sql(value) for key, value in properties.items()}
     return CorrelationFilterConfig.model_validate(fields)
 
 

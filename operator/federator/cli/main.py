@@ -125,9 +125,7 @@ def render(
                 plan = plainyaml.dump(preview.provisioning).splitlines()
                 sys.stdout.write(f"# {preview.provisioning_title} (not a Kubernetes object):\n")
                 sys.stdout.write("".join(f"#   {line}\n" for line in plan))
-            sys.stdout.write(
-                "---\n".join(plainyaml.dump(o) for o in preview.objects) + "---\n"
-            )
+            sys.stdout.write("---\n".join(plainyaml.dump(o) for o in preview.objects) + "---\n")
     if failed:
         raise typer.Exit(code=1)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from federator import reasons
 from federator.failover.publishing import dns_record_sets, endpoints_config_map
 from federator.failover.state import GroupState, step
 from federator.planning.errors import PlanningError
@@ -50,7 +51,7 @@ def preview_document(doc: Document, settings: OperatorSettings) -> Preview | Non
         return None
     if verdict.problems or verdict.kind is None or verdict.admitted is None:
         detail = "; ".join(str(p) for p in verdict.problems)
-        return Preview(doc.label, reason="InvalidSpec", message=detail)
+        return Preview(doc.label, reason=reasons.INVALID_SPEC, message=detail)
     preview = _preview(doc.label, verdict.kind.kind, verdict.admitted, settings)
     preview.warnings = verdict.warnings
     return preview
@@ -89,10 +90,7 @@ def _failover_group(label: str, meta: dict[str, Any], spec: FailoverGroupSpec) -
     start = step(spec, GroupState(), {}, None, datetime.now(UTC)).state
     name, namespace = meta["name"], meta.get("namespace", "default")
     owner = Owner(API_VERSION, "FailoverGroup", name, meta["uid"]) if meta.get("uid") else None
-    config_map = endpoints_config_map(name, namespace, spec, start, owner)
-    config_map["data"].update(
-        {key: SINCE_PLACEHOLDER for key in ("producerSince", "consumerSince") if key in config_map["data"]}
-    )
+    config_map = endpoints_config_map(name, namespace, spec, start, owner, since=lambda _: SINCE_PLACEHOLDER)
     records = dns_record_sets(spec, start)
     if spec.publishing.dns is None:
         return Preview(label, [config_map])

@@ -4,6 +4,8 @@ and `FailedOver`, which says where the group is and how to get back."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from federator import reasons
 from federator.failover.replication import Replication, lossless_condition
 from federator.failover.state import GroupState
@@ -14,13 +16,26 @@ from federator_contract.api.failovergroup import FailoverGroupSpec
 FAILED_OVER = "FailedOver"
 
 
-def assess(
-    spec: FailoverGroupSpec, state: GroupState, replication: Replication | None = None
-) -> list[ConditionUpdate]:
+@dataclass(frozen=True)
+class Assessment:
+    """A group's conditions: the kstatus triad, which a failure to publish replaces, and the group's own."""
+
+    triad: list[ConditionUpdate]
+    """`Ready`, `Reconciling`, `Stalled`."""
+    own: list[ConditionUpdate]
+    """`FailedOver`, and `LosslessFailover` when the replication to the members is known."""
+
+    @property
+    def updates(self) -> list[ConditionUpdate]:
+        return [*self.triad, *self.own]
+
+
+def assess(spec: FailoverGroupSpec, state: GroupState, replication: Replication | None = None) -> Assessment:
     """The conditions once the endpoints are published (publishing failures are the caller's to report);
     with `replication`, also whether a planned failover now would lose anything."""
+    triad, failed = _triad(spec, state), failed_over(spec, state)
     lossless = [lossless_condition(state.producer, replication)] if replication is not None else []
-    return [*_triad(spec, state), failed_over(spec, state), *lossless]
+    return Assessment(triad, [failed, *lossless])
 
 
 def _triad(spec: FailoverGroupSpec, state: GroupState) -> list[ConditionUpdate]:

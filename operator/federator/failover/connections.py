@@ -12,10 +12,7 @@ from federator.planning.errors import PlanningError
 from federator.provision.secrets import SecretSource, secret_values
 from federator.validation.credential_scope import (
     BRING_YOUR_OWN,
-    ENDPOINT_HOST_NOT_ALLOWED,
-    OPERATOR_IDENTITY_NOT_ALLOWED,
     CredentialScope,
-    operator_scope,
 )
 from federator_contract.api.base import EndpointConnection, NamespaceConnection, WorkloadIdentity
 
@@ -42,20 +39,20 @@ async def resolve_connection(
     connection: NamespaceConnection | EndpointConnection,
     emulators: Mapping[str, str] | None = None,
     where: str = "connection",
-    scope: CredentialScope | None = None,
+    *,
+    scope: CredentialScope,
 ) -> MemberConnection:
     """Raises ManagementError (SecretNotFound, SecretKeyNotFound) or PlanningError (EmulatorOnlyInLocalMode,
     and for a workload identity, which the operator signs in with itself: EndpointHostNotAllowed,
     OperatorIdentityNotAllowed) when it cannot. `emulators` maps emulator namespace names to connection
-    strings (local mode only); `scope` is the installer's credential scope (default: the operator's
-    settings from its environment)."""
+    strings (local mode only); `scope` is the installer's credential scope."""
     if connection.secret_ref is not None:
         ref = connection.secret_ref
         values = await secret_values(client, namespace, ref.name, (ref.key,))
         return MemberConnection(connection_string=values[ref.key])
     if connection.workload_identity is not None:
         identity = connection.workload_identity
-        _refuse_out_of_scope(identity, namespace, where, scope or operator_scope())
+        _refuse_out_of_scope(identity, namespace, where, scope)
         return MemberConnection(
             fully_qualified_namespace=identity.fully_qualified_namespace, client_id=identity.client_id
         )
@@ -77,10 +74,10 @@ def _refuse_out_of_scope(
     """The operator's own token goes only to Azure's hosts, for the namespaces the installer lists."""
     host = scope.host_refusal(identity)
     if host is not None:
-        raise PlanningError(ENDPOINT_HOST_NOT_ALLOWED, f"{where}: {host}")
+        raise PlanningError(reasons.ENDPOINT_HOST_NOT_ALLOWED, f"{where}: {host}")
     lent = scope.identity_refusal(namespace)
     if lent is not None:
         raise PlanningError(
-            OPERATOR_IDENTITY_NOT_ALLOWED,
+            reasons.OPERATOR_IDENTITY_NOT_ALLOWED,
             f"{where} signs in with workload identity, as the operator; {lent}: {BRING_YOUR_OWN}",
         )

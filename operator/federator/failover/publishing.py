@@ -10,7 +10,9 @@ client resolves the CNAME, then the SRV record under the name it points to.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from federator.failover.state import GroupState
@@ -28,10 +30,16 @@ def config_map_name(name: str, spec: FailoverGroupSpec) -> str:
 
 
 def endpoints_config_map(
-    name: str, namespace: str, spec: FailoverGroupSpec, state: GroupState, owner: Owner | None
+    name: str,
+    namespace: str,
+    spec: FailoverGroupSpec,
+    state: GroupState,
+    owner: Owner | None,
+    since: Callable[[datetime | None], str] = timestamp,
 ) -> dict[str, Any]:
-    """Keys per role (`producer…`, `consumer…`): member, endpoint, and the Secret reference of the member's
-    connection when it has one (`<secret>/<key>`; apps mount those Secrets themselves)."""
+    """Keys per role (`producer…`, `consumer…`): member, endpoint, since when (`since` writes the time),
+    and the Secret reference of the member's connection when it has one (`<secret>/<key>`; apps mount
+    those Secrets themselves)."""
     members = {m.name: m for m in spec.members}
     data = {"phase": state.phase or "", "primaryMember": spec.primary_member}
     for role, member in (("producer", state.producer), ("consumer", state.consumer)):
@@ -40,7 +48,7 @@ def endpoints_config_map(
             continue
         data[f"{role}Member"] = found.name
         data[f"{role}Endpoint"] = found.endpoint
-        data[f"{role}Since"] = timestamp(state.producer_since if role == "producer" else state.consumer_since)
+        data[f"{role}Since"] = since(state.producer_since if role == "producer" else state.consumer_since)
         if (ref := found.connection.secret_ref) is not None:
             data[f"{role}SecretRef"] = f"{ref.name}/{ref.key}"
     metadata: dict[str, Any] = {

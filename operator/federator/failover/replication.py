@@ -15,16 +15,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from federator import reasons
 from federator.status.conditions import ConditionUpdate
+from federator_contract.api import failovergroup as group_api
 from federator_contract.api.base import EndpointConnection, FedModel
 from federator_contract.api.failovergroup import FailoverGroupSpec
-from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.api.lag import ReplicationLag
+from federator_contract.api.replicationtask import ReplicationTaskSpec, ReplicationTaskStatus
 
 LOSSLESS_FAILOVER = "LosslessFailover"
-CAUGHT_UP = "CaughtUp"
-REPLICATION_BEHIND = "ReplicationBehind"
-LAG_NOT_MEASURED = "LagNotMeasured"
-NO_REPLICATION = "NoReplication"
 
 
 @dataclass(frozen=True)
@@ -47,13 +46,13 @@ class MemberReplication:
         seconds = f", {self.rpo_seconds:g} s" if self.rpo_seconds is not None else ""
         return f"{self.events_behind} events{seconds} (tasks {', '.join(self.behind)})"
 
-    def to_status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"member": self.member, "tasks": list(self.tasks)}
-        if self.events_behind is not None:
-            out["eventsBehind"] = self.events_behind
-        if self.rpo_seconds is not None:
-            out["rpoSeconds"] = self.rpo_seconds
-        return out
+    def to_status(self) -> group_api.MemberReplication:
+        return group_api.MemberReplication(
+            member=self.member,
+            tasks=list(self.tasks),
+            events_behind=self.events_behind,
+            rpo_seconds=self.rpo_seconds,
+        )
 
 
 Replication = Mapping[str, MemberReplication]
@@ -67,7 +66,7 @@ def replication_to_members(
     members = {m.name: _key(m.connection) for m in spec.members}
     if producer not in members:
         return {}
-    found: dict[str, list[tuple[str, dict[str, Any]]]] = {name: [] for name in members if name != producer}
+    found: dict[str, list[tuple[str, ReplicationLag]]] = {name: [] for name in members if name != producer}
     for task in tasks:
         try:
             task_spec = ReplicationTaskSpec.model_validate(task.get("spec") or {})
@@ -77,23 +76,31 @@ def replication_to_members(
         if source is None or _key(source.connection) != members[producer]:
             continue
         targets = {_key(t.event_hub.connection) for t in task_spec.targets if t.event_hub is not None}
-        lag = (task.get("status") or {}).get("lag") or {}
+        lag = _lag(task)
         for name in found:
             if members[name] in targets:
                 found[name].append((str((task.get("metadata") or {}).get("name")), lag))
     return {name: _summed(name, copying) for name, copying in found.items() if copying}
 
 
-def _summed(member: str, copying: list[tuple[str, dict[str, Any]]]) -> MemberReplication:
+def _lag(task: Mapping[str, Any]) -> ReplicationLag:
+    """The task's `status.lag`; one that cannot be read counts as not measured yet."""
+    try:
+        return ReplicationTaskStatus.model_validate(task.get("status") or {}).lag or ReplicationLag()
+    except ValidationError:
+        return ReplicationLag()
+
+
+def _summed(member: str, copying: list[tuple[str, ReplicationLag]]) -> MemberReplication:
     names = tuple(sorted(name for name, _ in copying))
-    events = [lag.get("eventsBehind") for _, lag in copying]
-    seconds = [lag.get("rpoSeconds") for _, lag in copying]
-    behind = tuple(sorted(name for name, lag in copying if (lag.get("eventsBehind") or 0) > 0))
+    events = [lag.events_behind for _, lag in copying]
+    seconds = [lag.rpo_seconds for _, lag in copying]
+    behind = tuple(sorted(name for name, lag in copying if (lag.events_behind or 0) > 0))
     return MemberReplication(
         member,
         names,
-        None if None in events else sum(int(e) for e in events if e is not None),
-        None if None in seconds else max((float(s) for s in seconds if s is not None), default=0.0),
+        None if None in events else sum(e for e in events if e is not None),
+        None if None in seconds else max((s for s in seconds if s is not None), default=0.0),
         behind,
     )
 
@@ -113,7 +120,7 @@ def lossless_condition(producer: str | None, replication: Replication) -> Condit
         return ConditionUpdate(
             LOSSLESS_FAILOVER,
             "Unknown",
-            NO_REPLICATION,
+            reasons.NO_REPLICATION,
             f"no ReplicationTask copies an event hub from member {producer} to another member",
         )
     unknown = sorted(m for m, r in replication.items() if r.events_behind is None)
@@ -121,19 +128,22 @@ def lossless_condition(producer: str | None, replication: Replication) -> Condit
         return ConditionUpdate(
             LOSSLESS_FAILOVER,
             "Unknown",
-            LAG_NOT_MEASURED,
+            reasons.LAG_NOT_MEASURED,
             f"the lag of the tasks copying to {', '.join(unknown)} is not measured yet",
         )
     behind = [r for _, r in sorted(replication.items()) if not r.caught_up]
     if behind:
         detail = "; ".join(f"to {r.member}: {r.describe()}" for r in behind)
         return ConditionUpdate(
-            LOSSLESS_FAILOVER, "False", REPLICATION_BEHIND, f"a failover now would leave behind {detail}"
+            LOSSLESS_FAILOVER,
+            "False",
+            reasons.REPLICATION_BEHIND,
+            f"a failover now would leave behind {detail}",
         )
     members = ", ".join(sorted(replication))
     return ConditionUpdate(
         LOSSLESS_FAILOVER,
         "True",
-        CAUGHT_UP,
+        reasons.CAUGHT_UP,
         f"a planned failover now loses nothing: everything is copied from {producer} to {members}",
     )

@@ -20,10 +20,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from federator import reasons
 from federator.failover.replication import Replication
-from federator.status.conditions import timestamp
 from federator.status.events import Note
-from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.failovergroup import (
+    FailoverGroupSpec,
+    FailoverGroupStatus,
+    PendingSwitch,
+    ProbeResult,
+    SwitchLoss,
+)
 
 Phase = Literal["Normal", "FailedOver", "FailingBack"]
 Roles = Literal["producers", "consumers", "both"]
@@ -61,16 +67,20 @@ class MemberHealth:
     last_probe_time: datetime | None = None
     message: str = ""
 
-    def to_status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "member": self.member,
-            "healthy": self.healthy,
-            "consecutiveFailures": self.consecutive_failures,
-            "message": self.message,
-        }
-        if self.last_probe_time is not None:
-            out["lastProbeTime"] = timestamp(self.last_probe_time)
-        return out
+    @classmethod
+    def from_status(cls, probe: ProbeResult) -> MemberHealth:
+        return cls(
+            probe.member, probe.healthy, probe.consecutive_failures, probe.last_probe_time, probe.message
+        )
+
+    def to_status(self) -> ProbeResult:
+        return ProbeResult(
+            member=self.member,
+            healthy=self.healthy,
+            consecutive_failures=self.consecutive_failures,
+            last_probe_time=self.last_probe_time,
+            message=self.message,
+        )
 
 
 @dataclass(frozen=True)
@@ -103,55 +113,52 @@ class GroupState:
     pending_switch: str | None = None
     """A planned switch to this member waits for the replication to it to catch up (since `pending_since`)."""
     pending_since: datetime | None = None
-    last_loss: Mapping[str, Any] | None = None
+    last_loss: SwitchLoss | None = None
     """`status.lastSwitchLoss` as written."""
 
     @classmethod
-    def from_status(cls, status: Mapping[str, Any] | None) -> GroupState:
-        status = status or {}
-        health = {
-            p["member"]: MemberHealth(
-                p["member"],
-                bool(p.get("healthy")),
-                int(p.get("consecutiveFailures") or 0),
-                _time(p.get("lastProbeTime")),
-                str(p.get("message") or ""),
-            )
-            for p in status.get("probes") or []
-            if "member" in p
-        }
+    def from_status(cls, status: FailoverGroupStatus) -> GroupState:
+        pending = status.pending_switch
         return cls(
-            phase=status.get("phase"),
-            producer=status.get("producerMember"),
-            consumer=status.get("consumerMember"),
-            producer_since=_time(status.get("producerSince")),
-            consumer_since=_time(status.get("consumerSince")),
-            last_transition=_time(status.get("lastTransitionTime")),
-            requested=status.get("requestedMember"),
-            drain_pending=tuple(status.get("drainPending") or ()),
-            health=health,
-            pending_switch=(status.get("pendingSwitch") or {}).get("member"),
-            pending_since=_time((status.get("pendingSwitch") or {}).get("since")),
-            last_loss=status.get("lastSwitchLoss"),
+            phase=status.phase,
+            producer=status.producer_member,
+            consumer=status.consumer_member,
+            producer_since=status.producer_since,
+            consumer_since=status.consumer_since,
+            last_transition=status.last_transition_time,
+            requested=status.requested_member,
+            drain_pending=tuple(status.drain_pending),
+            health={p.member: MemberHealth.from_status(p) for p in status.probes},
+            pending_switch=pending.member if pending is not None else None,
+            pending_since=pending.since if pending is not None else None,
+            last_loss=status.last_switch_loss,
         )
 
-    def status_fields(self) -> dict[str, Any]:
-        """The status keys this state owns, as written (None removes a key in a merge patch)."""
-        return {
-            "phase": self.phase,
-            "producerMember": self.producer,
-            "consumerMember": self.consumer,
-            "producerSince": _stamp(self.producer_since),
-            "consumerSince": _stamp(self.consumer_since),
-            "lastTransitionTime": _stamp(self.last_transition),
-            "requestedMember": self.requested,
-            "drainPending": list(self.drain_pending),
-            "probes": [h.to_status() for h in self.health.values()],
-            "pendingSwitch": {"member": self.pending_switch, "since": _stamp(self.pending_since)}
-            if self.pending_switch is not None
-            else None,
-            "lastSwitchLoss": dict(self.last_loss) if self.last_loss is not None else None,
-        }
+    @classmethod
+    def of(cls, group: Mapping[str, Any]) -> GroupState:
+        """The state a FailoverGroup object's status holds."""
+        return cls.from_status(FailoverGroupStatus.model_validate(group.get("status") or {}))
+
+    def to_status(self) -> FailoverGroupStatus:
+        """The status fields this state owns, every one set (one that is None is removed when written)."""
+        pending = (
+            PendingSwitch(member=self.pending_switch, since=self.pending_since)
+            if self.pending_switch is not None and self.pending_since is not None
+            else None
+        )
+        return FailoverGroupStatus(
+            phase=self.phase,
+            producer_member=self.producer,
+            consumer_member=self.consumer,
+            producer_since=self.producer_since,
+            consumer_since=self.consumer_since,
+            last_transition_time=self.last_transition,
+            requested_member=self.requested,
+            drain_pending=list(self.drain_pending),
+            probes=[h.to_status() for h in self.health.values()],
+            pending_switch=pending,
+            last_switch_loss=self.last_loss,
+        )
 
 
 @dataclass(frozen=True)
@@ -224,11 +231,11 @@ class _Machine:
             if failures == threshold:
                 self.note(
                     "Warning",
-                    "MemberUnhealthy",
+                    reasons.MEMBER_UNHEALTHY,
                     f"member {name} failed {failures} probes in a row: {outcome.message}",
                 )
             elif outcome.healthy and before is not None and before.consecutive_failures >= threshold:
-                self.note("Normal", "MemberRecovered", f"member {name} answers probes again")
+                self.note("Normal", reasons.MEMBER_RECOVERED, f"member {name} answers probes again")
         self.state = dataclasses.replace(self.state, health=health)
 
     def _stale(self, health: MemberHealth) -> bool:
@@ -246,7 +253,7 @@ class _Machine:
             last_transition=self.now,
         )
         self.switches.append(Switch("both", None, target, "initial"))
-        self.note("Normal", "Activated", f"producers and consumers use member {target}")
+        self.note("Normal", reasons.ACTIVATED, f"producers and consumers use member {target}")
 
     def follow_request(self) -> bool:
         """Acts on `spec.activeMember`; True when it switched."""
@@ -282,7 +289,7 @@ class _Machine:
             left = copying.describe() if copying.events_behind is not None else "lag not measured yet"
             self.note(
                 "Normal",
-                "PlannedSwitchWaiting",
+                reasons.PLANNED_SWITCH_WAITING,
                 f"switching to member {self.wanted} once the replication to it has caught up ({left}); "
                 f"at most {self.spec.switching.planned_timeout_seconds}s",
             )
@@ -306,7 +313,7 @@ class _Machine:
             if health.consecutive_failures == threshold:
                 self.note(
                     "Warning",
-                    "NoHealthyMember",
+                    reasons.NO_HEALTHY_MEMBER,
                     f"member {active} failed {threshold} probes in a "
                     "row and no other member is healthy; staying until one is",
                 )
@@ -352,7 +359,7 @@ class _Machine:
             pending_since=None,
         )
         self.switches.append(Switch(roles, source, target, cause))
-        self.note(*_announcement(roles, source, target, cause, self, drain))
+        self.notes.append(_announcement(roles, source, target, cause, self, drain))
         if roles != "consumers":
             self._record_loss(target)
 
@@ -363,15 +370,19 @@ class _Machine:
         if copying is None or copying.caught_up:
             self.state = dataclasses.replace(self.state, last_loss=None)
             return
-        loss: dict[str, Any] = {"member": target, "time": timestamp(self.now), "tasks": list(copying.behind)}
-        if copying.events_behind is not None:
-            loss["eventsBehind"] = copying.events_behind
-        if copying.rpo_seconds is not None:
-            loss["rpoSeconds"] = copying.rpo_seconds
+        loss = SwitchLoss(
+            member=target,
+            time=self.now,
+            tasks=list(copying.behind),
+            events_behind=copying.events_behind,
+            rpo_seconds=copying.rpo_seconds,
+        )
         self.state = dataclasses.replace(self.state, last_loss=loss)
         left = copying.describe() if copying.events_behind is not None else "an unknown number of events"
         self.note(
-            "Warning", "SwitchLoss", f"switched to member {target} with {left} not replicated to it yet"
+            "Warning",
+            reasons.SWITCH_LOSS,
+            f"switched to member {target} with {left} not replicated to it yet",
         )
 
     def note(self, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
@@ -389,48 +400,39 @@ def _planned(cause: Cause, target: str, machine: _Machine) -> str:
 
 def _announcement(
     roles: Roles, source: str | None, target: str, cause: Cause, machine: _Machine, drain: Drain | None
-) -> tuple[Literal["Normal", "Warning"], str, str]:
+) -> Note:
     who = {"producers": "producers", "consumers": "consumers", "both": "producers and consumers"}[roles]
     moved = f"{who} switched from member {source} to {target}"
     timeout = machine.spec.failback.drain_timeout_seconds
     match cause:
         case "failover":
             failures = machine.state.health[source].consecutive_failures if source else 0
-            return "Warning", "FailedOver", f"{moved}: {source} failed {failures} probes in a row"
-        case "requested" | "planned" if roles == "producers":
-            return (
-                "Normal",
-                "FailingBack",
-                (
-                    f"{moved} (spec.activeMember); consumers stay on {source} until it is drained, at most "
-                    f"{timeout}s"
-                ),
+            return Note(
+                "Warning", reasons.FAILED_OVER, f"{moved}: {source} failed {failures} probes in a row"
             )
+        case "requested" | "planned" if roles == "producers":
+            waits = f"consumers stay on {source} until it is drained, at most {timeout}s"
+            return Note("Normal", reasons.FAILING_BACK, f"{moved} (spec.activeMember); {waits}")
         case "requested" | "planned":
             unhealthy = "" if machine._healthy(target) else f"; warning: {target} failed its last probe"
             planned = _planned(cause, target, machine)
-            return "Normal", "Switched", f"{moved} (spec.activeMember){planned}{unhealthy}"
+            return Note("Normal", reasons.SWITCHED, f"{moved} (spec.activeMember){planned}{unhealthy}")
         case "plannedTimeout":
             timeout = machine.spec.switching.planned_timeout_seconds
-            return "Warning", "PlannedSwitchTimedOut", f"{moved} (spec.activeMember) after waiting {timeout}s"
+            message = f"{moved} (spec.activeMember) after waiting {timeout}s"
+            return Note("Warning", reasons.PLANNED_SWITCH_TIMED_OUT, message)
         case "drained":
-            return "Normal", "FailbackComplete", f"{moved}: {source} is drained"
+            return Note("Normal", reasons.FAILBACK_COMPLETE, f"{moved}: {source} is drained")
         case "drainTimeout" if drain is None:
-            return "Normal", "FailbackComplete", f"{moved} after {timeout}s (no drain entities to check)"
+            message = f"{moved} after {timeout}s (no drain entities to check)"
+            return Note("Normal", reasons.FAILBACK_COMPLETE, message)
         case "drainTimeout" if drain is not None:
             left = ", ".join(drain.pending) if drain.pending else f"drain check failed: {drain.error}"
-            return "Warning", "DrainTimeout", f"{moved} after {timeout}s without a complete drain ({left})"
+            message = f"{moved} after {timeout}s without a complete drain ({left})"
+            return Note("Warning", reasons.DRAIN_TIMEOUT, message)
         case _:
-            return "Warning", "Switched", f"{moved}: the member was removed from spec.members"
+            return Note("Warning", reasons.SWITCHED, f"{moved}: the member was removed from spec.members")
 
 
 def _same_result(a: MemberHealth, b: MemberHealth) -> bool:
     return (a.healthy, a.consecutive_failures, a.message) == (b.healthy, b.consecutive_failures, b.message)
-
-
-def _time(value: Any) -> datetime | None:
-    return datetime.fromisoformat(value) if isinstance(value, str) and value else None
-
-
-def _stamp(value: datetime | None) -> str | None:
-    return timestamp(value) if value is not None else None

@@ -1,5 +1,5 @@
 """The operator's context: what every handler is given as kopf's `memo`, built once at start-up — the
-settings, the API client with what reads through it (the children's informers, the Secrets cache), the
+settings, the API client with what reads through it (the children's watched copies, the Secrets cache), the
 management environment, failover's runtime, the source probes, and what is kept per object.
 
 kopf gives each object a shallow copy of the memo; this one is shared as it is (`__copy__`), so there is
@@ -16,8 +16,8 @@ import kopf
 
 from federator.failover.runtime import FailoverRuntime
 from federator.kube.cached import CachedObjects
+from federator.kube.children import Children
 from federator.kube.client import KubeClient
-from federator.kube.informer import Children
 from federator.kube.reads import ClusterReads
 from federator.planning.task import MANAGED_BY
 from federator.provision.environment import ManagementEnvironment
@@ -25,9 +25,10 @@ from federator.provision.schedule import ProvisionSchedule
 from federator.reconcile.replicationtask import TaskMemory
 from federator.reconcile.replicationtask_source import SourceProbes
 from federator.settings import OperatorSettings
+from federator.validation.credential_scope import CredentialScope
 
 CHILDREN = f"app.kubernetes.io/managed-by={MANAGED_BY}"
-"""The label on everything the operator creates: what its informers watch."""
+"""The label on everything the operator creates: what its watches select."""
 
 
 @dataclass
@@ -92,8 +93,11 @@ class OperatorContext:
         )
         self.serve_metrics = serve_metrics
         """Whether start-up serves the operator's metrics endpoint (tests run several operators)."""
-        self.failover = FailoverRuntime(self.management)
-        self.source_probes = SourceProbes(self.failover.prober, ttl=self.settings.observe_interval_seconds)
+        scope = CredentialScope.from_settings(self.settings)
+        self.failover = FailoverRuntime(self.management, scope=scope)
+        self.source_probes = SourceProbes(
+            self.failover.prober, scope, ttl=self.settings.observe_interval_seconds
+        )
         self.objects = ObjectRegistry()
         self._client: KubeClient | None = None
         self._reads: ClusterReads | None = None
@@ -120,7 +124,7 @@ class OperatorContext:
 
     @property
     def reads(self) -> ClusterReads:
-        """Where passes read: the API client, the children's informers, the caches of named objects."""
+        """Where passes read: the API client, the children's watched copies, the caches of named objects."""
         if self._reads is None:
             raise RuntimeError("the operator has not started: no API client yet")
         return self._reads

@@ -10,18 +10,17 @@ from typing import Any
 
 import kopf
 
-from federator import metrics
+from federator import metrics, reasons
 from federator.handlers.context import OperatorContext
 from federator.handlers.followers import Followed, wake_followers
 from federator.handlers.pacing import pause
 from federator.handlers.reporting import report
-from federator.kube.client import ResourceRef
+from federator.kube.resources import FAILOVER_GROUPS as GROUPS
 from federator.reconcile.failovergroup import GroupResult, delete_children, reconcile
 from federator_contract.api.base import GROUP, VERSION
 
 RESOURCE = (GROUP, VERSION, "failovergroups")
 KIND = "FailoverGroup"
-GROUPS = ResourceRef(f"{GROUP}/{VERSION}", "failovergroups")
 
 
 @kopf.on.update(*RESOURCE, field="spec")
@@ -62,9 +61,9 @@ async def probe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonStop
 async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
     deleted, failed = await delete_children(memo.client, memo.failover, dict(body))
     if deleted:
-        kopf.info(body, reason="Deleted", message="deleted " + ", ".join(deleted))
+        kopf.info(body, reason=reasons.DELETED, message="deleted " + ", ".join(deleted))
     for problem in failed:
-        kopf.warn(body, reason="DeleteFailed", message=problem)
+        kopf.warn(body, reason=reasons.DELETE_FAILED, message=problem)
     memo.objects.forget(body)
     metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], None)
 

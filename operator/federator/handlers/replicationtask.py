@@ -7,18 +7,17 @@ from typing import Any
 
 import kopf
 
-from federator import metrics
+from federator import metrics, reasons
 from federator.handlers.context import OperatorContext
 from federator.handlers.pacing import observe_every_interval
 from federator.handlers.reporting import report
-from federator.kube.client import ResourceRef
+from federator.kube.resources import REPLICATION_TASKS as TASKS
 from federator.reconcile.replicationtask import delete_children, reconcile
 from federator.status.results import Result
-from federator_contract.api.base import GROUP, VERSION
+from federator_contract.api.base import GROUP, VERSION, ObjectStatus
 
 RESOURCE = (GROUP, VERSION, "replicationtasks")
 KIND = "ReplicationTask"
-TASKS = ResourceRef(f"{GROUP}/{VERSION}", "replicationtasks")
 
 
 @kopf.on.create(*RESOURCE)
@@ -39,7 +38,7 @@ async def observe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonSt
     of a followed group wakes it (handlers/followers.py), so it plans onto the new member at once."""
 
     async def one_pass() -> dict[str, Any] | None:
-        if body.status.get("observedGeneration") != body.meta.get("generation"):
+        if ObjectStatus.model_validate(dict(body.status)).observed_generation != body.meta.get("generation"):
             return None  # the spec handler has this generation in hand; observing now would race its write
         return (await _reconcile(body, memo)).status_patch
 
@@ -51,7 +50,7 @@ async def observe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonSt
 async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
     deleted = await delete_children(memo.client, dict(body))
     if deleted:
-        kopf.info(body, reason="Deleted", message="deleted " + ", ".join(deleted))
+        kopf.info(body, reason=reasons.DELETED, message="deleted " + ", ".join(deleted))
     memo.objects.forget(body)
     metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], None)
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import kopf
 
-from federator import metrics
+from federator import metrics, reasons
 from federator.handlers.context import OperatorContext
 from federator.handlers.pacing import observe_every_interval
 from federator.handlers.reporting import report
-from federator.kube.client import ResourceRef
+from federator.kube.resources import SERVICE_BUS_MIRRORS as MIRRORS
 from federator.provision.errors import backoff_seconds
 from federator.reconcile.servicebusmirror import delete_mirror, reconcile
 from federator.status.results import Result
@@ -20,7 +20,6 @@ from federator_contract.api.base import GROUP, VERSION
 
 RESOURCE = (GROUP, VERSION, "servicebusmirrors")
 KIND = "ServiceBusMirror"
-MIRRORS = ResourceRef(f"{GROUP}/{VERSION}", "servicebusmirrors")
 DELETE_RETRIES = 5
 """Transient failures while removing provisioned entities are retried this often; then the mirror is
 released with a Warning naming what is left (a mirror must not hang in deletion forever)."""
@@ -53,7 +52,7 @@ async def remove(body: kopf.Body, memo: OperatorContext, retry: int, **_: Any) -
     async with memo.objects.of(body).lock:
         deletion = await delete_mirror(memo.client, memo.management, dict(body))
     if deletion.deleted:
-        kopf.info(body, reason="Deleted", message="deleted " + ", ".join(deletion.deleted))
+        kopf.info(body, reason=reasons.DELETED, message="deleted " + ", ".join(deletion.deleted))
     transient = [o for o in deletion.left if o.transient]
     if transient and retry < DELETE_RETRIES:
         delay = backoff_seconds(retry, memo.settings.retry_seconds, memo.management.drift_interval_seconds)
@@ -62,7 +61,7 @@ async def remove(body: kopf.Body, memo: OperatorContext, retry: int, **_: Any) -
         left = ", ".join(outcome.entities) or "its replication entities"
         kopf.warn(
             body,
-            reason="CleanupIncomplete",
+            reason=reasons.CLEANUP_INCOMPLETE,
             message=f"{outcome.message}; remove {left} on member {outcome.name} by hand",
         )
     memo.objects.forget(body)

@@ -1,5 +1,10 @@
-"""A thin async REST client for the Kubernetes API, built from kopf's ConnectionInfo so the operator
-and kopf authenticate the same way (kubeconfig or in-cluster service account)."""
+"""The operator's and the plugin's Kubernetes API client: kubernetes_asyncio's `ApiClient` (requests,
+errors) and `watch.Watch` (watch streams), over an HTTP session opened from kopf's ConnectionInfo so
+that the operator and kopf authenticate the same way (kubeconfig or in-cluster service account).
+
+Objects stay plain dicts, as kopf hands them: the generated models would cost a conversion both ways on
+every read of a thousand tasks' children, and nothing here needs them. Children are written with
+server-side apply under one field manager (`FIELD_MANAGER`, apply/children.py)."""
 
 from __future__ import annotations
 
@@ -10,49 +15,50 @@ import ssl
 import tempfile
 import time
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import kopf
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.watch import Watch
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+FIELD_MANAGER = "federator"
+"""The one field manager of everything the operator applies (metadata.managedFields)."""
+
+_OBJECT = {200: "object", 201: "object", 202: "object"}
+_WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30)
+_READ_BUFFER = 2**21  # a watch event is one line, and a ConfigMap may be up to 1 MiB (etcd's limit: 1.5)
 
 
 class ApiError(Exception):
-    """A refused request, with the API server's status code and message."""
+    """A refused request, with the API server's status code, message and the Status's `details.causes`
+    (e.g. each field of a server-side apply conflict)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, causes: tuple[Mapping[str, Any], ...] = ()) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
         self.message = message
+        self.causes = causes
 
+    @classmethod
+    def of(cls, err: ApiException) -> ApiError:
+        return cls.answered(int(err.status or 0), err.body if isinstance(err.body, str) else "", err.reason)
 
-@dataclass(frozen=True)
-class ResourceRef:
-    api_version: str
-    plural: str
-
-    def path(
-        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> str:
-        base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        parts = [base]
-        if namespace is not None:
-            parts.append(f"namespaces/{namespace}")
-        parts.append(self.plural)
-        if name is not None:
-            parts.append(name)
-        if subresource is not None:
-            parts.append(subresource)
-        return "/".join(parts)
-
-
-CONFIGMAPS = ResourceRef("v1", "configmaps")
-SECRETS = ResourceRef("v1", "secrets")
-SERVICE_ACCOUNTS = ResourceRef("v1", "serviceaccounts")
-PERSISTENT_VOLUME_CLAIMS = ResourceRef("v1", "persistentvolumeclaims")
+    @classmethod
+    def answered(cls, status: int, text: str, reason: object) -> ApiError:
+        """From an error response's body: a Status object, or text from something else."""
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            return cls(status, text.strip()[:500] or str(reason))
+        if not isinstance(payload, dict):
+            return cls(status, str(reason))
+        causes = (payload.get("details") or {}).get("causes") or ()
+        return cls(status, str(payload.get("message") or reason), tuple(causes))
 
 
 class KubeClient:
@@ -62,8 +68,8 @@ class KubeClient:
     DISCOVERY_TTL_SECONDS = 60.0
 
     def __init__(self, server: str, session: aiohttp.ClientSession) -> None:
-        self._server = server.rstrip("/")
         self._session = session
+        self._api = _api_client(server, session)
         self._served: dict[tuple[str, str], float] = {}
 
     @classmethod
@@ -73,7 +79,7 @@ class KubeClient:
         return cls(info.server, open_session(info, user_agent))
 
     async def close(self) -> None:
-        await self._session.close()
+        await self._api.close()
 
     @property
     def closed(self) -> bool:
@@ -90,39 +96,57 @@ class KubeClient:
 
     async def get_text(self, path: str) -> str | None:
         """A plain-text resource (a pod's log, a proxied /metrics), or None when it does not exist."""
-        async with self._session.get(self._server + path, headers={"Accept": "*/*"}) as response:
+        response: aiohttp.ClientResponse = await self._api.call_api(
+            path,
+            "GET",
+            header_params={"Accept": "*/*"},
+            _preload_content=False,
+            _request_timeout=self._timeout,
+        )
+        async with response:
             if response.status == 404:
                 return None
             text = await response.text(errors="replace")
             if response.status >= 400:
-                raise ApiError(response.status, _message(text) or str(response.reason))
+                raise ApiError.answered(response.status, text, response.reason)
             return text
 
-    async def watch(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
-        """The events of a watch (`?watch=true`), one JSON object per line, until the server ends it.
-        Lines are split here rather than by aiohttp's readline, whose line limit (64 KiB) a large
-        ConfigMap would pass."""
-        query = {**params, "watch": "true"}
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
-        async with self._session.get(self._server + path, params=query, timeout=timeout) as response:
-            if response.status >= 400:
-                text = await response.text(errors="replace")
-                raise ApiError(response.status, _message(text) or str(response.reason))
-            pending = b""
-            async for chunk in response.content.iter_any():
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        yield json.loads(line)
-            if pending.strip():
-                yield json.loads(pending)
+    async def watch(
+        self, path: str, *, label_selector: str, resource_version: str, timeout_seconds: int
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """The events of one watch request (kubernetes_asyncio's `Watch`, bookmarks asked for) as
+        `{type, object}`, until the server ends it after `timeout_seconds`. An ERROR event (e.g. 410 Gone)
+        is raised as ApiError."""
+        stream = Watch()
+        async with stream:
+            try:
+                async for event in stream.stream(
+                    self._watch_request,
+                    path,
+                    label_selector=label_selector,
+                    resource_version=resource_version,
+                    timeout_seconds=timeout_seconds,  # given: `Watch` then makes one request, no more
+                    allow_watch_bookmarks=True,
+                ):
+                    yield {"type": event["type"], "object": event["raw_object"]}
+            except ApiException as err:
+                raise ApiError.of(err) from None
 
     async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self._request("POST", path, body)
 
     async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH) -> dict[str, Any]:
         return await self._request("PATCH", path, body, content_type)
+
+    async def apply(
+        self, path: str, body: dict[str, Any], force: bool = False
+    ) -> tuple[bool, dict[str, Any]]:
+        """Server-side apply of `body` (the fields Federator has an opinion on) as `FIELD_MANAGER`, creating
+        the object when missing: (whether it was created, the object as stored). Without `force`, a field
+        another manager holds with another value is a 409 whose `causes` name each field and manager."""
+        query = [("fieldManager", FIELD_MANAGER), *([("force", "true")] if force else [])]
+        status, stored = await self._send("PATCH", path, body, APPLY_PATCH, query)
+        return status == 201, stored
 
     async def delete(self, path: str) -> bool:
         """True if something was deleted; False if it was already gone."""
@@ -139,37 +163,79 @@ class KubeClient:
         since = self._served.get((api_version, plural))
         if since is not None and time.monotonic() - since < self.DISCOVERY_TTL_SECONDS:
             return True
-        try:
-            listing = await self._request("GET", f"/apis/{api_version}")
-            served = any(r.get("name") == plural for r in listing.get("resources", []))
-        except ApiError as err:
-            if err.status != 404:
-                raise
-            served = False
+        listing = await self.get(f"/apis/{api_version}")
+        served = any(r.get("name") == plural for r in (listing or {}).get("resources", []))
         if served:
             self._served[(api_version, plural)] = time.monotonic()
         return served
 
+    @property
+    def _timeout(self) -> aiohttp.ClientTimeout:
+        # kubernetes_asyncio passes a timeout with every request (none unless told): the session's.
+        return self._session.timeout
+
     async def _request(
         self, method: str, path: str, body: Any = None, content_type: str = "application/json"
     ) -> dict[str, Any]:
-        headers = {"Content-Type": content_type} if body is not None else {}
-        async with self._session.request(method, self._server + path, json=body, headers=headers) as response:
-            payload = await response.json(content_type=None) if response.content_length != 0 else {}
-            if response.status >= 400:
-                message = (
-                    payload.get("message", response.reason) if isinstance(payload, dict) else response.reason
-                )
-                raise ApiError(response.status, str(message))
-            return payload if isinstance(payload, dict) else {}
+        return (await self._send(method, path, body, content_type))[1]
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: Iterable[tuple[str, str]] = (),
+    ) -> tuple[int, dict[str, Any]]:
+        """(status code, the JSON object answered; {} for none)."""
+        try:
+            found, status, _ = await self._api.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params={"Accept": "application/json", "Content-Type": content_type},
+                body=body,
+                response_types_map=_OBJECT,
+                _request_timeout=self._timeout,
+            )
+        except ApiException as err:
+            raise ApiError.of(err) from None
+        if found is None or found == "":
+            return status, {}
+        if not isinstance(found, dict):  # not JSON: something else answers there
+            raise ValueError(f"{method} {path} answered with something that is not a JSON object")
+        return status, found
+
+    async def _watch_request(self, path: str, **params: Any) -> aiohttp.ClientResponse:
+        """One watch request, its body unread, for `Watch` to read line by line. (No `:rtype:` in this
+        docstring: `Watch` then hands the objects over as the dicts they are.)"""
+        params.pop("_preload_content", None)
+        query = [(_camel(k), str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()]
+        response: aiohttp.ClientResponse = await self._api.call_api(
+            path,
+            "GET",
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            _preload_content=False,
+            _request_timeout=_WATCH_TIMEOUT,
+        )
+        return response
 
 
-def _message(text: str) -> str:
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        return text.strip()[:500]
-    return str(payload.get("message", "")) if isinstance(payload, dict) else ""
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.title() for word in rest)
+
+
+def _api_client(server: str, session: aiohttp.ClientSession) -> ApiClient:
+    api = ApiClient(Configuration(host=server.rstrip("/")))
+    # ApiClient opens a session of its own; requests go through `session` instead, which carries kopf's
+    # credentials and TLS (inline PEM data, repeated Impersonate-Group headers: more than a Configuration
+    # can say). `detach` leaves the unused one closed without a request.
+    api.rest_client.pool_manager.detach()
+    api.rest_client.pool_manager = session
+    api.default_headers.pop("User-Agent", None)  # the session's names the client (RBAC tests match it)
+    return api
 
 
 def open_session(
@@ -191,6 +257,7 @@ def open_session(
         auth=auth,
         connector=aiohttp.TCPConnector(ssl=context),
         timeout=aiohttp.ClientTimeout(total=timeout),
+        read_bufsize=_READ_BUFFER,
     )
 
 

@@ -1,5 +1,5 @@
 """Where reconcile passes read the cluster: the API client (for what must be current: the reconciled
-objects, FailoverGroups, discovery — and every write), the children as the informers keep them, and
+objects, FailoverGroups, discovery — and every write), the children as their watches keep them, and
 Secrets, ServiceAccounts and claims through a short-lived cache. A pass with nothing to do then asks the
 API server nothing."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from federator.kube.children import ChildReader, DirectChildren
 from federator.kube.client import KubeClient
-from federator.kube.informer import ChildReader, DirectChildren
 
 
 class SecretSource(Protocol):
@@ -25,7 +25,7 @@ class ClusterReads:
     client: KubeClient
     children: ChildReader
     """The operator's children: task ConfigMaps, Spark applications, endpoints ConfigMaps, generated
-    ReplicationTasks (kube/informer.py)."""
+    ReplicationTasks (kube/children.py)."""
     secrets: SecretSource
     """The Secrets specs reference (kube/cached.py)."""
     shared: SecretSource

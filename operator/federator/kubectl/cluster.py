@@ -12,18 +12,14 @@ from typing import Any
 import aiohttp
 
 from federator import __version__
-from federator.kube.client import ApiError, KubeClient, ResourceRef, open_session
+from federator.kube.client import ApiError, KubeClient, open_session
+from federator.kube.resources import EVENTS, NAMESPACES, PODS, ResourceRef
 from federator.kubectl.kubeconfig import Target
 from federator.planning.task import MANAGED_BY
 from federator_contract.api.kinds import BY_KIND, KINDS, Kind
 
 Obj = dict[str, Any]
 
-PODS = ResourceRef("v1", "pods")
-NAMESPACES = ResourceRef("v1", "namespaces")
-EVENTS = ResourceRef("v1", "events")
-CONFIGMAPS = ResourceRef("v1", "configmaps")
-SECRETS = ResourceRef("v1", "secrets")
 SPARK_APPLICATIONS = (
     ResourceRef("sparkoperator.k8s.io/v1beta2", "sparkapplications"),
     ResourceRef("spark.apache.org/v1", "sparkapplications"),
@@ -39,7 +35,7 @@ class PluginError(Exception):
 
 
 def ref_of(kind: Kind) -> ResourceRef:
-    return ResourceRef(kind.api_version, kind.plural)
+    return ResourceRef.of(kind)
 
 
 def kind_named(word: str) -> Kind:

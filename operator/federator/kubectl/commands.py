@@ -78,8 +78,8 @@ async def show_status(
     async with Cluster.connect(target) as cluster:
 
         async def frame() -> tuple[Any, RenderableType]:
-            data = status_view.build(await read(cluster, reference, all_namespaces))
-            return data, status_view.render(data, where=scope(cluster, all_namespaces))
+            view = status_view.build(await read(cluster, reference, all_namespaces))
+            return view.to_dict(), status_view.render(view, where=scope(cluster, all_namespaces))
 
         await _show(frame, fmt, watch, interval)
 
@@ -91,7 +91,8 @@ async def show_lag(target: Target, all_namespaces: bool, fmt: str, watch: bool, 
             snapshot = await read(cluster, None, all_namespaces)
             found = lag_view.rows(snapshot.tasks)
             where = scope(cluster, all_namespaces)
-            return found, lag_view.table(found, all_namespaces, wide=fmt == "wide", where=where)
+            table = lag_view.table(found, all_namespaces, wide=fmt == "wide", where=where)
+            return [row.to_dict() for row in found], table
 
         await _show(frame, fmt, watch, interval)
 

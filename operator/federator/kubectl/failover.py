@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from rich.console import Console
@@ -28,11 +29,13 @@ from federator.kubectl.model import (
     condition,
     endpoints,
     following_groups,
+    group_status,
     lag_of,
     meta,
     spec_of,
-    status_of,
 )
+from federator.status.conditions import timestamp
+from federator_contract.api.failovergroup import FailoverGroupStatus
 from federator_contract.api.kinds import BY_KIND
 
 GROUPS = ref_of(BY_KIND["FailoverGroup"])
@@ -75,7 +78,7 @@ class SwitchPlan:
     endpoints: dict[str, str]
     patches: list[Patch]
     tasks: list[TaskChange] = field(default_factory=list)
-    into_target: list[tuple[str, float | None, str | None]] = field(default_factory=list)
+    into_target: list[tuple[str, float | None, datetime | None]] = field(default_factory=list)
     """Tasks that replicate into the target member: (name, lag seconds, last batch time)."""
     warnings: list[str] = field(default_factory=list)
     planned: bool = False
@@ -92,13 +95,13 @@ def plan_switch(group: Obj, member: str | None, tasks: list[Obj], planned: bool 
     for a planned/forced switch (None: the group's `spec.switching`). Raises NothingToDo, or PluginError
     when the switch cannot be requested."""
     ns, name = meta(group)
-    spec, status = spec_of(group), status_of(group)
+    spec, status = spec_of(group), group_status(group)
     members = {str(m.get("name")): m for m in spec.get("members") or []}
     primary = str(spec.get("primaryMember"))
     target = member or primary
     if target not in members:
         raise PluginError(f"{target!r} is not a member of FailoverGroup {name}: {', '.join(members)}")
-    producer, consumer = status.get("producerMember"), status.get("consumerMember")
+    producer, consumer = status.producer_member, status.consumer_member
     if not producer or not consumer:
         raise PluginError(
             f"FailoverGroup {name} has no producer/consumer member in its status yet: the operator has not "
@@ -139,7 +142,12 @@ def plan_switch(group: Obj, member: str | None, tasks: list[Obj], planned: bool 
 
 
 def _patches(
-    spec: Obj, status: Obj, target: str, producer: str, version: str | None, planned: bool | None
+    spec: Obj,
+    status: FailoverGroupStatus,
+    target: str,
+    producer: str,
+    version: str | None,
+    planned: bool | None,
 ) -> list[Patch]:
     """The requests to write, in order; `planned` is a change of `spec.switching.planned` to make with
     the first one (None: none)."""
@@ -155,7 +163,7 @@ def _patches(
     )
     if current != target:
         return [set_it]
-    waiting = (status.get("pendingSwitch") or {}).get("member") == target
+    waiting = status.pending_switch is not None and status.pending_switch.member == target
     if waiting or spec.get("mode", "manual") == "manual":
         # Already asked for: the operator is on its way, waits for the replication (a planned switch), or
         # the group is Stalled. Only a change of the switch's mode is left to request.
@@ -204,10 +212,10 @@ def _set_switching(spec: Obj, planned: bool) -> Obj:
     }
 
 
-def _estimate(status: Obj, target: str) -> tuple[int | None, float | None] | None:
-    for entry in status.get("replication") or []:
-        if entry.get("member") == target:
-            return entry.get("eventsBehind"), entry.get("rpoSeconds")
+def _estimate(status: FailoverGroupStatus, target: str) -> tuple[int | None, float | None] | None:
+    for entry in status.replication:
+        if entry.member == target:
+            return entry.events_behind, entry.rpo_seconds
     return None
 
 
@@ -225,7 +233,7 @@ def _task_changes(group: str, tasks: list[Obj], plan: SwitchPlan) -> list[TaskCh
     return sorted(found, key=lambda c: c.name)
 
 
-def _replicating_into(member: Obj, tasks: list[Obj]) -> list[tuple[str, float | None, str | None]]:
+def _replicating_into(member: Obj, tasks: list[Obj]) -> list[tuple[str, float | None, datetime | None]]:
     """Tasks that write into the member's namespace (same connection): what they have not copied yet
     is what the member lacks after a switch."""
     wanted = _normal(member.get("connection") or {})
@@ -250,13 +258,12 @@ def _normal(connection: Obj) -> Obj:
 
 def _warnings(group: Obj, target: str) -> list[str]:
     found = []
-    probe = next((p for p in status_of(group).get("probes") or [] if p.get("member") == target), None)
+    probe = next((p for p in group_status(group).probes if p.member == target), None)
     if probe is None:
         found.append(f"{target} has not been probed yet")
-    elif not probe.get("healthy"):
+    elif not probe.healthy:
         found.append(
-            f"{target} failed its last probe ({probe.get('consecutiveFailures', 0)} in a row): "
-            f"{probe.get('message', '')}"
+            f"{target} failed its last probe ({probe.consecutive_failures} in a row): {probe.message}"
         )
     stalled = condition(group, "Stalled")
     if stalled is not None and stalled.status == "True":
@@ -322,7 +329,8 @@ def show(plan: SwitchPlan) -> list[Text]:
             )
         )
         for name, lag, last in plan.into_target:
-            lines.append(Text(f"  {name}  {output.seconds(lag)} behind, last batch {last or 'never'}"))
+            batch = timestamp(last) if last is not None else "never"
+            lines.append(Text(f"  {name}  {output.seconds(lag)} behind, last batch {batch}"))
     else:
         lines.append(
             Text(

@@ -11,7 +11,9 @@ from rich.text import Text
 
 from federator.kubectl import output
 from federator.kubectl.cluster import Cluster, PluginError, ref_of
-from federator.kubectl.model import Obj, condition, headline, parse_time, status_of
+from federator.kubectl.model import Obj, condition, group_status, headline, parse_time, task_status
+from federator.status.conditions import timestamp
+from federator_contract.api.failovergroup import FailoverGroupStatus
 from federator_contract.api.kinds import BY_KIND
 
 if TYPE_CHECKING:
@@ -61,14 +63,14 @@ async def follow(
         group = await cluster.get(GROUPS, plan.namespace, plan.group)
         if group is None:
             raise PluginError(f"FailoverGroup {plan.group} was deleted")
-        status = status_of(group)
+        status = group_status(group)
         _report_group(progress, status, group)
         await _report_events(progress, cluster, plan)
         stalled = condition(group, "Stalled")
         if stalled is not None and stalled.status == "True":
             raise PluginError(f"the group is Stalled ({stalled.reason}): {stalled.message}")
         seen = generation is None or _observed(status) >= generation
-        requested = status.get("requestedMember")
+        requested = status.requested_member
         if not seen:
             if time.monotonic() >= unseen_deadline:
                 raise PluginError(_unseen_message(plan, status, generation, time.monotonic() - started))
@@ -90,9 +92,8 @@ async def follow(
         await asyncio.sleep(POLL_SECONDS)
 
 
-def _observed(status: Obj) -> int:
-    value = status.get("observedGeneration")
-    return value if isinstance(value, int) else 0
+def _observed(status: FailoverGroupStatus) -> int:
+    return status.observed_generation or 0
 
 
 def _unseen_grace(plan: SwitchPlan) -> float:
@@ -101,14 +102,14 @@ def _unseen_grace(plan: SwitchPlan) -> float:
     return 2 * plan.period_seconds + UNSEEN_GRACE_SECONDS
 
 
-def _settled_elsewhere(plan: SwitchPlan, status: Obj) -> bool:
+def _settled_elsewhere(plan: SwitchPlan, status: FailoverGroupStatus) -> bool:
     """The operator acted on the request, and producers and consumers rest on another member: no move
     under way (FailingBack), no planned switch waiting."""
-    producer, consumer = status.get("producerMember"), status.get("consumerMember")
+    producer, consumer = status.producer_member, status.consumer_member
     return (
         producer == consumer != plan.target
-        and status.get("phase") != "FailingBack"
-        and not status.get("pendingSwitch")
+        and status.phase != "FailingBack"
+        and status.pending_switch is None
     )
 
 
@@ -116,46 +117,48 @@ def _watch_hint(plan: SwitchPlan) -> str:
     return f"`kubectl federator status fg/{plan.group} -n {plan.namespace} --watch`"
 
 
-def _unseen_message(plan: SwitchPlan, status: Obj, generation: int | None, waited: float) -> str:
+def _unseen_message(
+    plan: SwitchPlan, status: FailoverGroupStatus, generation: int | None, waited: float
+) -> str:
     return (
         f"the operator has not acted on the request in {waited:.0f}s (the group's status is of generation "
-        f"{status.get('observedGeneration', 'none')}, the request made {generation}): is it running? "
+        f"{status.observed_generation or 'none'}, the request made {generation}): is it running? "
         f"The request stays in spec.activeMember and is carried out when it runs; watch it with "
         f"{_watch_hint(plan)}"
     )
 
 
-def _undone_message(plan: SwitchPlan, status: Obj, progress: _Progress) -> str:
+def _undone_message(plan: SwitchPlan, status: FailoverGroupStatus, progress: _Progress) -> str:
     why = f"; last Event {progress.last_warning}" if progress.last_warning else ""
     return (
         f"the switch to {plan.target} did not hold: the operator has producers and consumers on "
-        f"{status.get('producerMember')} (phase {status.get('phase')}){why}. See "
+        f"{status.producer_member} (phase {status.phase}){why}. See "
         f"`kubectl federator status fg/{plan.group} -n {plan.namespace}`"
     )
 
 
-def _arrived(plan: SwitchPlan, status: Obj) -> bool:
-    return status.get("producerMember") == status.get("consumerMember") == plan.target
+def _arrived(plan: SwitchPlan, status: FailoverGroupStatus) -> bool:
+    return status.producer_member == status.consumer_member == plan.target
 
 
-def _report_group(progress: _Progress, status: Obj, group: Obj) -> None:
-    where = (status.get("phase"), status.get("producerMember"), status.get("consumerMember"))
+def _report_group(progress: _Progress, status: FailoverGroupStatus, group: Obj) -> None:
+    where = (status.phase, status.producer_member, status.consumer_member)
     progress.say(
         "where", where, f"phase {where[0]}: producers on {where[1]}, consumers on {where[2]}", "bold"
     )
-    pending = tuple(status.get("drainPending") or ())
+    pending = tuple(status.drain_pending)
     if pending or "drain" in progress.seen:
         text = f"draining {where[2]}: {', '.join(pending)} still hold messages" if pending else "drained"
         progress.say("drain", pending, text, "yellow" if pending else "green")
-    waiting = status.get("pendingSwitch") or {}
-    if waiting or "waiting" in progress.seen:
+    waiting = status.pending_switch
+    if waiting is not None or "waiting" in progress.seen:
         text = (
-            f"planned switch to {waiting.get('member')} waits for the replication to catch up "
-            f"(since {waiting.get('since')})"
-            if waiting
+            f"planned switch to {waiting.member} waits for the replication to catch up "
+            f"(since {timestamp(waiting.since)})"
+            if waiting is not None
             else "planned switch no longer waiting"
         )
-        progress.say("waiting", waiting.get("member"), text, "yellow")
+        progress.say("waiting", waiting.member if waiting is not None else None, text, "yellow")
     state, reason, message = headline(group)
     progress.say("state", (state, reason), f"{state} {reason}: {message}", "dim")
 
@@ -193,7 +196,7 @@ async def _report_tasks(progress: _Progress, cluster: Cluster, plan: SwitchPlan)
         task = await cluster.get(TASKS, plan.namespace, change.name)
         if task is None:
             continue
-        member = status_of(task).get("activeSourceMember")
+        member = task_status(task).active_source_member
         state, reason, message = headline(task)
         if member == plan.target:
             progress.say(f"task:{change.name}", member, f"task {change.name} reads from {member}", "green")
@@ -214,15 +217,13 @@ async def _report_tasks(progress: _Progress, cluster: Cluster, plan: SwitchPlan)
     return pending
 
 
-def _timeout_message(plan: SwitchPlan, status: Obj, progress: _Progress) -> str:
+def _timeout_message(plan: SwitchPlan, status: FailoverGroupStatus, progress: _Progress) -> str:
     if not _arrived(plan, status):
-        drain = status.get("drainPending") or []
-        detail = (
-            f"; still holding messages on {status.get('consumerMember')}: {', '.join(drain)}" if drain else ""
-        )
+        drain, consumer = status.drain_pending, status.consumer_member
+        detail = f"; still holding messages on {consumer}: {', '.join(drain)}" if drain else ""
         return (
-            f"the switch did not complete in time: producers on {status.get('producerMember')}, consumers on "
-            f"{status.get('consumerMember')}{detail}. It goes on in the operator; watch it with "
+            f"the switch did not complete in time: producers on {status.producer_member}, consumers on "
+            f"{consumer}{detail}. It goes on in the operator; watch it with "
             f"{_watch_hint(plan)}"
         )
     waiting = [

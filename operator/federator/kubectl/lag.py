@@ -10,10 +10,38 @@ from rich.table import Table
 from rich.text import Text
 
 from federator.kubectl import output
-from federator.kubectl.model import Obj, age_seconds, ago, headline, lag_of, meta, stale_batch, status_of
+from federator.kubectl.model import (
+    Lag,
+    Obj,
+    View,
+    age_seconds,
+    ago,
+    headline,
+    lag_of,
+    meta,
+    stale_batch,
+    task_status,
+)
 
 
-def rows(tasks: list[Obj], now: datetime | None = None) -> list[dict[str, Any]]:
+class LagRow(View):
+    """One row: a task's partition (or the task as a whole), and the task's state."""
+
+    namespace: str
+    task: str
+    state: str
+    reason: str
+    source_member: str | None
+    lag: Lag
+    stale: bool
+    """The last batch is long past: its figures say nothing about now."""
+
+    def to_dict(self) -> dict[str, Any]:
+        head = self.model_dump(mode="json", by_alias=True, exclude={"lag", "stale"})
+        return {**head, **self.lag.to_dict(), "stale": self.stale}
+
+
+def rows(tasks: list[Obj], now: datetime | None = None) -> list[LagRow]:
     """Every lag row of every task, worst first: most seconds behind, then most events behind; rows
     without figures (no batch yet) last. A row whose last batch is long past (`stale`) counts as far
     behind as that batch is old: its figures say nothing about now."""
@@ -22,32 +50,34 @@ def rows(tasks: list[Obj], now: datetime | None = None) -> list[dict[str, Any]]:
     for task in tasks:
         ns, name = meta(task)
         state, reason, _ = headline(task)
+        member = task_status(task).active_source_member
         for lag in lag_of(task):
+            stale = stale_batch(lag.last_batch_time, now)
             found.append(
-                {
-                    "namespace": ns,
-                    "task": name,
-                    "state": state,
-                    "reason": reason,
-                    "sourceMember": status_of(task).get("activeSourceMember"),
-                    **lag.to_dict(),
-                    "stale": stale_batch(lag.last_batch_time, now),
-                }
+                LagRow(
+                    namespace=ns,
+                    task=name,
+                    state=state,
+                    reason=reason,
+                    source_member=member,
+                    lag=lag,
+                    stale=stale,
+                )
             )
     return sorted(found, key=lambda row: _badness(row, now))
 
 
-def _badness(row: dict[str, Any], now: datetime) -> tuple[bool, float, int, str, str, str]:
-    seconds, events = row["secondsBehind"], row["eventsBehind"]
-    if row["stale"]:
-        seconds = max(seconds or 0.0, age_seconds(row["lastBatchTime"], now) or 0.0)
+def _badness(row: LagRow, now: datetime) -> tuple[bool, float, int, str, str, str]:
+    seconds, events = row.lag.seconds_behind, row.lag.events_behind
+    if row.stale:
+        seconds = max(seconds or 0.0, age_seconds(row.lag.last_batch_time, now) or 0.0)
     return (
         seconds is None and events is None,
         -(seconds or 0.0),
         -(events or 0),
-        row["namespace"],
-        row["task"],
-        row["partition"] or "",
+        row.namespace,
+        row.task,
+        row.lag.partition or "",
     )
 
 
@@ -66,7 +96,7 @@ _COLUMNS = (
 
 
 def table(
-    found: list[dict[str, Any]],
+    found: list[LagRow],
     all_namespaces: bool,
     now: datetime | None = None,
     wide: bool = False,
@@ -83,19 +113,20 @@ def table(
         grid.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in found:
         state_style = (
-            "green" if row["state"] == "Ready" else ("bold red" if row["state"] == "Stalled" else "yellow")
+            "green" if row.state == "Ready" else ("bold red" if row.state == "Stalled" else "yellow")
         )
-        cells = {
-            "NAMESPACE": row["namespace"],
-            "TASK": row["task"],
-            "PARTITION": "all" if row["partition"] is None else row["partition"],
-            "LAG": output.seconds(row["secondsBehind"]),
-            "BEHIND": output.count(row["eventsBehind"]),
-            "REPLICATED": output.count(row["eventsReplicated"]),
-            "LAST BATCH": (ago(row["lastBatchTime"], now) or "never") + (", STALE" if row["stale"] else ""),
-            "SOURCE": row["sourceMember"] or "",
-            "STATE": Text(row["state"], style=state_style),
-            "REASON": row["reason"],
+        lag = row.lag
+        cells: dict[str, str | Text] = {
+            "NAMESPACE": row.namespace,
+            "TASK": row.task,
+            "PARTITION": "all" if lag.partition is None else lag.partition,
+            "LAG": output.seconds(lag.seconds_behind),
+            "BEHIND": output.count(lag.events_behind),
+            "REPLICATED": output.count(lag.events_replicated),
+            "LAST BATCH": (ago(lag.last_batch_time, now) or "never") + (", STALE" if row.stale else ""),
+            "SOURCE": row.source_member or "",
+            "STATE": Text(row.state, style=state_style),
+            "REASON": row.reason,
         }
         grid.add_row(*(cells[str(column.header)] for column in grid.columns))
     return output.Unbounded(grid)

@@ -1,14 +1,23 @@
-"""Typed views of Federator's objects as the API server returns them (plain JSON): conditions ranked worst
-first, lag figures, members. Tolerant by design: an operator newer than the plugin may write fields the
-plugin does not know, and an object just created has no status yet."""
+"""Typed views of Federator's objects as the API server returns them: statuses read through the contract's
+status models, conditions ranked worst first, lag figures. Tolerant by design: an operator newer than the
+plugin may write fields the plugin does not know (kept), and an object just created has no status yet."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+from pydantic.dataclasses import dataclass
+
+from federator_contract.api.base import Condition, ObjectStatus
+from federator_contract.api.failovergroup import FailoverGroupStatus, ProbeResult
+from federator_contract.api.replicationtask import ReplicationTaskStatus
+from federator_contract.api.servicebusmirror import ServiceBusMirrorStatus
 
 Obj = dict[str, Any]
+S = TypeVar("S", bound=ObjectStatus)
 
 OK, NOTE, WARNING, ERROR = 0, 1, 2, 3
 SEVERITY_NAMES = {OK: "ok", NOTE: "progressing", WARNING: "warning", ERROR: "error"}
@@ -33,13 +42,27 @@ PROBE_STATUS_REFRESH_SECONDS = 60
 STALE_BATCH_SECONDS = 300
 
 
-@dataclass(frozen=True)
+class View(BaseModel):
+    """What the plugin prints with `-o json|yaml`: snake_case here, camelCase there, as the API's objects."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+@dataclass(frozen=True, config=ConfigDict(alias_generator=to_camel, populate_by_name=True))
 class ConditionView:
     type: str
     status: str
     reason: str
     message: str
-    last_transition_time: str
+    last_transition_time: datetime | None
+
+    @classmethod
+    def of(cls, condition: Condition) -> ConditionView:
+        c = condition
+        return cls(c.type, c.status, c.reason, c.message, c.last_transition_time)
 
     @property
     def severity(self) -> int:
@@ -54,14 +77,11 @@ class ConditionView:
         return NOTE if self.status == "Unknown" else OK
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "status": self.status,
-            "reason": self.reason,
-            "message": self.message,
-            "lastTransitionTime": self.last_transition_time,
-            "severity": SEVERITY_NAMES[self.severity],
-        }
+        shown = _CONDITION.dump_python(self, mode="json", by_alias=True)
+        return {**shown, "severity": SEVERITY_NAMES[self.severity]}
+
+
+_CONDITION = TypeAdapter(ConditionView)
 
 
 def meta(obj: Obj) -> tuple[str, str]:
@@ -77,19 +97,37 @@ def status_of(obj: Obj) -> Obj:
     return obj.get("status") or {}
 
 
+def typed_status(obj: Obj, model: type[S]) -> S:
+    """The object's status through the contract's model. Fields the model does not know are kept (a newer
+    operator's); a field it cannot read as it knows it is left out, so one odd field does not hide the rest
+    of the status."""
+    raw = dict(status_of(obj))
+    while True:
+        try:
+            return model.model_validate(raw)
+        except ValidationError as err:
+            unreadable = {str(e["loc"][0]) for e in err.errors() if e["loc"]} & raw.keys()
+            if not unreadable:
+                return model()
+            for key in unreadable:
+                del raw[key]
+
+
+def group_status(group: Obj) -> FailoverGroupStatus:
+    return typed_status(group, FailoverGroupStatus)
+
+
+def task_status(task: Obj) -> ReplicationTaskStatus:
+    return typed_status(task, ReplicationTaskStatus)
+
+
+def mirror_status(mirror: Obj) -> ServiceBusMirrorStatus:
+    return typed_status(mirror, ServiceBusMirrorStatus)
+
+
 def conditions(obj: Obj) -> list[ConditionView]:
     """The object's conditions, worst first (then Ready first, then by type)."""
-    found = [
-        ConditionView(
-            type=str(c.get("type", "")),
-            status=str(c.get("status", "Unknown")),
-            reason=str(c.get("reason", "")),
-            message=str(c.get("message", "")),
-            last_transition_time=str(c.get("lastTransitionTime", "")),
-        )
-        for c in status_of(obj).get("conditions") or []
-        if isinstance(c, dict)
-    ]
+    found = [ConditionView.of(c) for c in typed_status(obj, ObjectStatus).conditions]
     return sorted(found, key=lambda c: (-c.severity, c.type != "Ready", c.type))
 
 
@@ -124,8 +162,7 @@ def worst_first(objects: list[Obj]) -> list[Obj]:
     return sorted(objects, key=lambda o: (-severity(o), meta(o)))
 
 
-@dataclass(frozen=True)
-class Lag:
+class Lag(View):
     """How far one source partition of a task (or the task as a whole) is behind."""
 
     partition: str | None
@@ -133,32 +170,22 @@ class Lag:
     seconds_behind: float | None
     events_behind: int | None
     events_replicated: int | None
-    last_batch_time: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "partition": self.partition,
-            "secondsBehind": self.seconds_behind,
-            "eventsBehind": self.events_behind,
-            "eventsReplicated": self.events_replicated,
-            "lastBatchTime": self.last_batch_time,
-        }
+    last_batch_time: datetime | None
 
 
 def lag_of(task: Obj) -> list[Lag]:
     """The one place that reads lag from a ReplicationTask's status: a row per source partition when the
     status carries them (`status.lag.partitions`, Event Hubs sources), else one row for the task with the
     latency of its last batch (`replicationLagSeconds`)."""
-    status = status_of(task)
-    replicated = _integer(status.get("eventsReplicated"))
-    last_batch = status.get("lastBatchTime")
-    partitions = (status.get("lag") or {}).get("partitions") or []
+    status = task_status(task)
+    replicated, last_batch = status.events_replicated, status.last_batch_time
+    partitions = status.lag.partitions if status.lag is not None else []
     if partitions:
         return [
             Lag(
-                partition=str(p.get("partition")),
-                seconds_behind=_number(p.get("secondsBehind")),
-                events_behind=_integer(p.get("eventsBehind")),
+                partition=p.partition,
+                seconds_behind=p.seconds_behind,
+                events_behind=p.events_behind,
                 events_replicated=replicated,
                 last_batch_time=last_batch,
             )
@@ -167,7 +194,7 @@ def lag_of(task: Obj) -> list[Lag]:
     return [
         Lag(
             partition=None,
-            seconds_behind=_number(status.get("replicationLagSeconds")),
+            seconds_behind=status.replication_lag_seconds,
             events_behind=None,
             events_replicated=replicated,
             last_batch_time=last_batch,
@@ -175,15 +202,9 @@ def lag_of(task: Obj) -> list[Lag]:
     ]
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _integer(value: Any) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def parse_time(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -212,10 +233,10 @@ def stale_batch(last_batch_time: Any, now: datetime) -> bool:
     return age is not None and age > STALE_BATCH_SECONDS
 
 
-def stale_probe(probe: Obj, period_seconds: int, now: datetime) -> bool:
+def stale_probe(probe: ProbeResult, period_seconds: int, now: datetime) -> bool:
     """A probe result older than the operator's refresh of unchanged results plus a few probe periods: no
     one has probed since (is the operator running?)."""
-    age = age_seconds(probe.get("lastProbeTime"), now)
+    age = age_seconds(probe.last_probe_time, now)
     return age is not None and age > PROBE_STATUS_REFRESH_SECONDS + 3 * period_seconds
 
 

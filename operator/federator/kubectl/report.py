@@ -26,15 +26,13 @@ from typing import Any
 from rich.console import Console
 
 from federator import __version__, plainyaml
+from federator.kube.resources import CONFIGMAPS, PODS, SECRETS
 from federator.kubectl import lag as lag_view
 from federator.kubectl import output
 from federator.kubectl import status as status_view
 from federator.kubectl.cluster import (
-    CONFIGMAPS,
     MANAGED_SELECTOR,
     OPERATOR_SELECTOR,
-    PODS,
-    SECRETS,
     SPARK_APPLICATIONS,
     Cluster,
     PluginError,
@@ -85,12 +83,11 @@ async def collect(cluster: Cluster, out: str | None, namespace: str | None, tail
     await _events(
         cluster, bundle, namespaces, {(meta(o)[0], o.get("kind"), meta(o)[1]) for o in [*ours, *children]}
     )
-    data = status_view.build(snapshot)
-    bundle.add_data("status.json", data)
-    bundle.add_data("lag.json", lag_view.rows(snapshot.tasks))
+    view, lag_rows = status_view.build(snapshot), lag_view.rows(snapshot.tasks)
+    bundle.add_data("status.json", view.to_dict())
+    bundle.add_data("lag.json", [row.to_dict() for row in lag_rows])
     bundle.add_text(
-        "summary.txt",
-        _plain(status_view.render(data)) + "\n" + _plain(lag_view.table(lag_view.rows(snapshot.tasks), True)),
+        "summary.txt", _plain(status_view.render(view)) + "\n" + _plain(lag_view.table(lag_rows, True))
     )
     await _operator(cluster, bundle, tail)
     for pod in snapshot.spark_pods:

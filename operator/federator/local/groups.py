@@ -28,12 +28,16 @@ from federator.local.state import StateDir
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import ManagementError
 from federator.reconcile.failovergroup import GroupPorts, group_round
-from federator.status.conditions import ConditionUpdate, timestamp
+from federator.status.conditions import ConditionUpdate, apply_conditions, timestamp
 from federator.status.events import Note
 from federator.validation import check_object
+from federator.validation.credential_scope import CredentialScope
 from federator.validation.documents import Document, ManifestError, load_documents
-from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.failovergroup import FailoverGroupSpec, FailoverGroupStatus
 from federator_contract.files import write_atomically
+
+# Local mode signs in as the developer and reaches its emulators: no credential is refused.
+LOCAL_SCOPE = CredentialScope(local=True)
 
 
 def expand_group(doc: Document, context: PlanContext) -> list[TaskManifest]:
@@ -52,12 +56,12 @@ def expand_group(doc: Document, context: PlanContext) -> list[TaskManifest]:
     return []
 
 
-def group_object(run: GroupRun, status: Mapping[str, Any]) -> dict[str, Any]:
+def group_object(run: GroupRun, status: FailoverGroupStatus) -> dict[str, Any]:
     """The group as the API would hold it (what `resolve_following` reads)."""
     return {
         "metadata": {"name": run.name, "namespace": run.namespace},
         "spec": run.spec.model_dump(by_alias=True, mode="json", exclude_none=True),
-        "status": dict(status),
+        "status": _document(status),
     }
 
 
@@ -109,12 +113,14 @@ class GroupLoop:
     snapshot: GroupSnapshot | None = None
     _ports: GroupPorts = field(init=False, repr=False)
     _modified: int | None = field(default=None, init=False, repr=False)
+    _conditions: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+    """The conditions last written (their transition times move only with their status)."""
 
     def __post_init__(self) -> None:
         self.snapshot = GroupSnapshot(self._load(), [], "")
         dns = DnsPublisher(self.dns_env) if self.dns_env is not None else None
         endpoints = EndpointsFile(self.directory / "endpoints.json")
-        self._ports = GroupPorts(self.run.secrets, self.prober, endpoints, dns, self.emulators)
+        self._ports = GroupPorts(self.run.secrets, self.prober, endpoints, dns, LOCAL_SCOPE, self.emulators)
         self._modified = _modified(self.run.source)
 
     @property
@@ -171,10 +177,8 @@ class GroupLoop:
         self, state: GroupState, updates: list[ConditionUpdate], notes: list[Note], now: datetime
     ) -> None:
         """Status and Events, as a cluster keeps them on the object."""
-        conditions = [
-            {"type": u.type, "status": u.status, "reason": u.reason, "message": u.message} for u in updates
-        ]
-        status = {**state.status_fields(), "conditions": conditions}
+        self._conditions = apply_conditions(self._conditions, updates, None, now)
+        status = {**_document(state.to_status()), "conditions": self._conditions}
         write_atomically(self.directory / "status.json", json.dumps(status, indent=2))
         if notes:
             with (self.directory / "events.log").open("a", encoding="utf-8") as log:
@@ -198,36 +202,45 @@ class GroupLoop:
         try:
             bodies = [d.body for d in load_documents(Path(run.source))]
         except ManifestError as err:
-            return [Note("Warning", "SpecNotReloaded", str(err))]
+            return [Note("Warning", reasons.SPEC_NOT_RELOADED, str(err))]
         body = next((b for b in bodies if _names(b, run.namespace, run.name)), None)
         if body is None:
-            return [Note("Warning", "SpecNotReloaded", f"{where} is no longer in the file; it keeps running")]
+            return [
+                Note(
+                    "Warning",
+                    reasons.SPEC_NOT_RELOADED,
+                    f"{where} is no longer in the file; it keeps running",
+                )
+            ]
         verdict = check_object(body)
         if verdict.admitted is None:
             message = f"{where}: " + "; ".join(str(p) for p in verdict.problems)
-            return [Note("Warning", "SpecNotReloaded", message)]
+            return [Note("Warning", reasons.SPEC_NOT_RELOADED, message)]
         spec = FailoverGroupSpec.model_validate(verdict.admitted["spec"])
         if _members(spec) != _members(run.spec):
             message = f"{where}: members changed; stop and start the run to use them"
-            return [Note("Warning", "SpecNotReloaded", message)]
+            return [Note("Warning", reasons.SPEC_NOT_RELOADED, message)]
         if spec == run.spec:
             return []
         self.run = dataclasses.replace(run, spec=spec)
-        return [Note("Normal", "SpecReloaded", f"{where} changed; the new spec applies from this round")]
+        return [
+            Note("Normal", reasons.SPEC_RELOADED, f"{where} changed; the new spec applies from this round")
+        ]
 
     def _load(self) -> GroupState:
         try:
             status = json.loads((self.directory / "status.json").read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
+            # Conditions are not carried over: a file of an earlier version wrote them without times.
+            return GroupState.from_status(FailoverGroupStatus.model_validate({**status, "conditions": []}))
+        except (FileNotFoundError, ValueError):  # ValidationError is a ValueError: start afresh
             return GroupState()
-        return GroupState.from_status(status)
 
     def object(self) -> dict[str, Any] | None:
         """The group as following tasks read it; None until its first round chose members."""
         snapshot = self.snapshot
         if snapshot is None or snapshot.state.phase is None:
             return None
-        return group_object(self.run, snapshot.state.status_fields())
+        return group_object(self.run, snapshot.state.to_status())
 
 
 def group_row(loop: GroupLoop) -> TaskRow:
@@ -247,6 +260,11 @@ def group_row(loop: GroupLoop) -> TaskRow:
         + (f"; last event {snapshot.last_event}" if snapshot.last_event else "")
     )
     return triad_row(key, snapshot.updates, info=info)
+
+
+def _document(status: FailoverGroupStatus) -> dict[str, Any]:
+    """The status as the API would hold it (no nulls: a merge patch removes those)."""
+    return status.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def _modified(path: str) -> int | None:

@@ -7,6 +7,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,6 +15,8 @@ from federator import reasons
 from federator.local.model import BlockedTask
 from federator.status import conditions as cond
 from federator_contract import appstatus
+from federator_contract.api.replicationtask import ReplicationTaskStatus
+from federator_contract.driverstatus import task_status_fields
 
 Condition = Literal["Ready", "Reconciling", "Stalled"]
 
@@ -32,7 +35,7 @@ class TaskRow:
     replicated: int | None = None
     dead_lettered: int | None = None
     lag_seconds: float | None = None
-    last_batch: str | None = None
+    last_batch: datetime | None = None
     info: str = ""
     """Shown under the table whatever the condition (mirrors: members and pairs; groups: members)."""
 
@@ -89,12 +92,12 @@ def app_row(
     status: dict[str, Any],
 ) -> TaskRow:
     """The condition of a task whose app was started, from its process, log and status file."""
-    targets = (status.get("targets") or {}).values()
+    report = ReplicationTaskStatus.model_validate(task_status_fields(status))
     figures: dict[str, Any] = {
-        "replicated": sum(int(t.get("eventsOut", 0)) for t in targets) if status else None,
-        "dead_lettered": sum(int(t.get("deadLettered", 0)) for t in targets) if status else None,
-        "lag_seconds": status.get("replicationLagSeconds"),
-        "last_batch": status.get("lastBatchTime"),
+        "replicated": report.events_replicated,
+        "dead_lettered": report.events_dead_lettered,
+        "lag_seconds": report.replication_lag_seconds,
+        "last_batch": report.last_batch_time,
     }
     refused = [o for o in status.get("unavailable", []) if o["reason"] in appstatus.REFUSED.values()]
     if refused and (exit_code is not None or log.failure is not None):

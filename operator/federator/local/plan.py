@@ -40,6 +40,7 @@ from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
 from federator.validation import check_document
 from federator.validation.documents import Document
+from federator_contract.api.failovergroup import FailoverGroupStatus
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.emulatorconfig import EmulatorConfig
 from federator_contract.taskconfig import TaskConfig
@@ -267,7 +268,7 @@ def _variants(groups: list[GroupRun]) -> Iterator[dict[str, Mapping[str, Any] | 
     """Each group at each of its members, the others at their first member."""
 
     def at(group: GroupRun, member: str) -> dict[str, Any]:
-        return group_object(group, {"producerMember": member, "consumerMember": member})
+        return group_object(group, FailoverGroupStatus(producer_member=member, consumer_member=member))
 
     start = {g.name: at(g, g.spec.members[0].name) for g in groups}
     for group in groups:

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from federator import reasons
-from federator.kube.client import SECRETS
+from federator.kube.resources import SECRETS
 from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.planning.task import ConfigMapFile
 from federator.provision.credentials import SERVICE_PRINCIPAL_KEYS

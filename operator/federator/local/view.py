@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from federator.local.observe import TaskRow
+from federator.status.conditions import timestamp
 
 _STYLE = {"Ready": "green", "Reconciling": "yellow", "Stalled": "red"}
 
@@ -44,7 +45,7 @@ def task_table(rows: Sequence[TaskRow], caption: Sequence[str] = ()) -> Renderab
             _count(row.replicated),
             _count(row.dead_lettered),
             "-" if row.lag_seconds is None else f"{row.lag_seconds:.1f} s",
-            row.last_batch or "-",
+            timestamp(row.last_batch) if row.last_batch is not None else "-",
         )
     details = [
         Text(f"{r.key}: {line}", style="dim")

@@ -11,12 +11,12 @@ from urllib.parse import quote
 
 import aiohttp
 
-from federator.kube.client import KubeClient, ResourceRef
+from federator.kube.client import KubeClient
+from federator.kube.resources import PODS
 from federator_contract.driverstatus import STATUS_PATH, task_status_fields
 
 logger = logging.getLogger(__name__)
 
-PODS = ResourceRef("v1", "pods")
 TASK_LABEL = "federator.io/replication-task"
 _TIMEOUT = aiohttp.ClientTimeout(total=3)
 

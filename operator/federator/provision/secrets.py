@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from federator import reasons
-from federator.kube.client import SECRETS
 from federator.kube.reads import SecretSource
+from federator.kube.resources import SECRETS
 from federator.provision.errors import ManagementError
 
 __all__ = ["SecretSource", "SecretsAtHand", "secret_values"]

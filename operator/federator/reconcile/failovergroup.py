@@ -25,22 +25,24 @@ from federator.failover.replication import replication_to_members
 from federator.failover.rounds import probe_and_step
 from federator.failover.runtime import FailoverRuntime
 from federator.failover.state import GroupState, Switch
-from federator.kube.client import CONFIGMAPS, KubeClient, ResourceRef
+from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
+from federator.kube.resources import CONFIGMAPS, REPLICATION_TASKS
 from federator.planning.errors import PlanningError
 from federator.planning.task import Owner
 from federator.provision.errors import ManagementError
 from federator.provision.secrets import SecretSource
 from federator.status import conditions as cond
 from federator.status.events import Note
-from federator.status.results import Findings, Result, status_result
+from federator.status.results import Findings, Result, status_result, written
+from federator.validation.credential_scope import CredentialScope
 from federator.validation.semantic import semantic_problems
 from federator.validation.warnings import spec_warnings
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.kinds import FAILOVER_GROUP
 
-TASKS = ResourceRef(API_VERSION, "replicationtasks")  # their lag: what a switch would leave behind
+TASKS = REPLICATION_TASKS  # their lag: what a switch would leave behind
 
 
 class EndpointsPublisher(Protocol):
@@ -68,6 +70,9 @@ class GroupPorts:
     dns: DnsPublisher | None
     """Who writes the group's DNS records; None when they are not written (local mode, for a zone the
     emulator does not serve: it never writes to Azure DNS)."""
+    scope: CredentialScope
+    """Where the operator may sign in as itself, and which hosts its tokens may go to; local mode's
+    refuses nothing."""
     emulators: Mapping[str, str] = field(default_factory=dict)
     """Local mode: emulator namespace → AMQP connection string. Empty in a cluster, where emulator members
     are refused (EmulatorOnlyInLocalMode)."""
@@ -101,7 +106,7 @@ async def group_round(
     try:
         connections = {
             m.name: await resolve_connection(
-                ports.secrets, namespace, m.connection, ports.emulators, f"member {m.name}"
+                ports.secrets, namespace, m.connection, ports.emulators, f"member {m.name}", scope=ports.scope
             )
             for m in spec.members
         }
@@ -118,26 +123,27 @@ async def group_round(
     restored = await ports.endpoints.publish(
         endpoints_config_map(name, namespace, spec, stepped.state, owner)
     )
+    dns = spec.publishing.dns if ports.dns is not None else None
+    records = dns_record_sets(spec, stepped.state) if dns is not None else []
     if restored is not None and not stepped.switches:
-        notes.append(Note("Warning", "DriftCorrected", f"{restored} was changed; restored"))
-    updates = assess(spec, stepped.state, replication)
+        notes.append(Note("Warning", reasons.DRIFT_CORRECTED, f"{restored} was changed; restored"))
+    assessed = assess(spec, stepped.state, replication)
+    updates = assessed.updates
     retry_after = None  # set when the round ends blocked (counted in federator_reconcile_errors_total)
     dns_error = None
-    if spec.publishing.dns is not None and ports.dns is not None:
+    if dns is not None and ports.dns is not None:
         try:
-            await ports.dns.publish(
-                ports.secrets, namespace, name, spec.publishing.dns.zone, dns_record_sets(spec, stepped.state)
-            )
+            await ports.dns.publish(ports.secrets, namespace, name, dns.zone, records)
         except ManagementError as err:
             dns_error = err
             triad = cond.reconciling if err.retryable else cond.stalled
             message = f"{ports.endpoints.description} published; DNS not: {err.message}"
-            updates = [*triad(err.reason, message), *updates[3:]]
+            updates = [*triad(err.reason, message), *assessed.own]
             retry_after = float(spec.probe.period_seconds)
-    fields = stepped.state.status_fields()
+    status = stepped.state.to_status()
     if replication is not None:
-        fields["replication"] = [r.to_status() for r in replication.values()]
-    found = Findings(updates, fields, notes, retry_after)
+        status = status.model_copy(update={"replication": [r.to_status() for r in replication.values()]})
+    found = Findings(updates, written(status), notes, retry_after)
     return GroupRound(found, stepped.switches, stepped.state, dns_error)
 
 
@@ -153,28 +159,30 @@ async def reconcile(
     """One round in a cluster for the group in `body` (its current status included)."""
     meta, spec_raw = body["metadata"], body.get("spec") or {}
     problems = semantic_problems(FAILOVER_GROUP, spec_raw)
+    switches: list[Switch] = []
     if problems:
         message = "; ".join(str(p) for p in problems)
-        invalid = Findings(cond.stalled(reasons.INVALID_SPEC, message), retry_after=_period(spec_raw))
-        return GroupResult(status_result(body, invalid, spec_warnings(FAILOVER_GROUP, spec_raw)), [])
-    ports = GroupPorts(
-        reads.secrets,
-        runtime.prober,
-        ConfigMapEndpoints(reads),
-        runtime.dns,
-        tasks=_namespace_tasks(reads.client),
-    )
-    found = await group_round(
-        ports,
-        name=meta["name"],
-        namespace=meta["namespace"],
-        uid=meta.get("uid"),
-        spec=FailoverGroupSpec.model_validate(spec_raw),
-        state=GroupState.from_status(body.get("status")),
-        now=now or datetime.now(UTC).replace(microsecond=0),
-    )
-    warnings = spec_warnings(FAILOVER_GROUP, spec_raw)
-    return GroupResult(status_result(body, found.findings, warnings), found.switches)
+        found = Findings(cond.stalled(reasons.INVALID_SPEC, message), retry_after=_period(spec_raw))
+    else:
+        ports = GroupPorts(
+            reads.secrets,
+            runtime.prober,
+            ConfigMapEndpoints(reads),
+            runtime.dns,
+            runtime.scope,
+            tasks=_namespace_tasks(reads.client),
+        )
+        done = await group_round(
+            ports,
+            name=meta["name"],
+            namespace=meta["namespace"],
+            uid=meta.get("uid"),
+            spec=FailoverGroupSpec.model_validate(spec_raw),
+            state=GroupState.of(body),
+            now=now or datetime.now(UTC).replace(microsecond=0),
+        )
+        found, switches = done.findings, done.switches
+    return GroupResult(status_result(body, found, spec_warnings(FAILOVER_GROUP, spec_raw)), switches)
 
 
 def _namespace_tasks(client: KubeClient) -> Callable[[str], Awaitable[list[dict[str, Any]]]]:
@@ -223,7 +231,7 @@ async def delete_children(
         deleted.append(f"ConfigMap {cm}")
     if spec is not None and spec.publishing.dns is not None:
         zone = spec.publishing.dns.zone
-        records = dns_record_sets(spec, GroupState.from_status(body.get("status")))
+        records = dns_record_sets(spec, GroupState.of(body))
         try:
             await runtime.dns.remove(client, namespace, name, zone, records)
             deleted.append(f"{len(records)} DNS record sets in zone {zone.zone_name}")

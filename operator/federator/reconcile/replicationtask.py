@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from federator import reasons
-from federator.apply.children import Outcome, ensure
-from federator.kube.client import CONFIGMAPS, KubeClient, ResourceRef
+from federator.apply.children import ApplyConflict, Outcome, ensure
+from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
+from federator.kube.resources import CONFIGMAPS, ResourceRef
 from federator.observe.driver import driver_status_fields
 from federator.observe.sparkapps import SparkObservation, camel, observe
 from federator.planning.errors import PlanningError
@@ -31,12 +32,16 @@ from federator.reconcile.taskpods import judge_checkpoint_claim, judge_service_a
 from federator.settings import OperatorSettings
 from federator.status import conditions as cond
 from federator.status.events import Note
-from federator.status.results import Findings, Result, status_result
+from federator.status.results import Findings, Result, status_result, written
 from federator.validation.semantic import semantic_problems
 from federator.validation.warnings import spec_warnings
 from federator_contract.api.kinds import REPLICATION_TASK
-from federator_contract.api.replicationtask import ReplicationTaskSpec
-from federator_contract.taskconfig import TaskConfig, TaskConfigError
+from federator_contract.api.replicationtask import (
+    ReplicationTaskSpec,
+    ReplicationTaskStatus,
+    SparkApplicationStatus,
+)
+from federator_contract.taskconfig import FollowingSource, TaskConfig, TaskConfigError
 
 SPARK_RUNNING = "SparkApplicationRunning"
 
@@ -47,10 +52,36 @@ class TaskMemory:
     its children as planned, with what they were made from. Only a spec change parses again, and only that
     or a switch of a followed group plans again; an observe pass reads, compares and observes."""
 
-    parsed: tuple[int, Parsed] | None = None
-    """(generation, the spec parsed at it)."""
-    planned: tuple[tuple[Any, ...], TaskPlan, dict[str, Any]] | None = None
-    """(what the plan was made from, the plan, the Spark application rendered from it)."""
+    parsed: ParsedAt | None = None
+    planned: Planned | None = None
+
+
+@dataclass(frozen=True)
+class ParsedAt:
+    """The spec parsed at one generation."""
+
+    generation: int
+    parsed: Parsed
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What a plan is made from: a change of any of these plans again."""
+
+    generation: int | None
+    members: dict[str, str]
+    """The followed groups' members the connections use."""
+    source: FollowingSource | None
+    uid: str | None
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A task's plan, the Spark application rendered from it, and what both were made from."""
+
+    made_from: PlanInputs
+    task: TaskPlan
+    app: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -108,12 +139,14 @@ async def _pass(
     try:
         applied = await apply(reads, planned, inputs)
         observation = observe(planned.launcher.API_VERSION, applied.stored_app)
-        existed = bool((body.get("status") or {}).get("sparkApplication"))
+        existed = ReplicationTaskStatus.model_validate(body.get("status") or {}).spark_application is not None
         found = findings(planned, applied, observation, existed=existed)
         if observation.phase == "Running":  # counts, lag per partition and translation, from the driver
             found.status_fields.update(
                 await driver_status_fields(reads.client, namespace, meta["name"], settings.app_metrics_port)
             )
+    except ApplyConflict as conflict:  # not overwritten: a human decides who holds the field
+        found = Findings(cond.stalled(reasons.FIELD_MANAGER_CONFLICT, str(conflict)))
     except BaseException:
         if probing is not None:
             probing.cancel()
@@ -128,8 +161,8 @@ async def _pass(
 def parse(body: dict[str, Any], memory: TaskMemory) -> Parsed:
     """The spec checked (schema, CEL rules, semantics) and parsed, once per generation."""
     generation = body["metadata"].get("generation")
-    if memory.parsed is not None and generation is not None and memory.parsed[0] == generation:
-        return memory.parsed[1]
+    if memory.parsed is not None and generation is not None and memory.parsed.generation == generation:
+        return memory.parsed.parsed
     spec_raw = body.get("spec") or {}
     problems = semantic_problems(REPLICATION_TASK, spec_raw)
     warnings = tuple(spec_warnings(REPLICATION_TASK, spec_raw))
@@ -139,7 +172,7 @@ def parse(body: dict[str, Any], memory: TaskMemory) -> Parsed:
         spec = ReplicationTaskSpec.model_validate(spec_raw)
         found = Parsed("", spec, tuple(followed_groups(spec)), warnings)
     if generation is not None:
-        memory.parsed = (generation, found)
+        memory.parsed = ParsedAt(generation, found)
     return found
 
 
@@ -170,9 +203,10 @@ def plan(
         if isinstance(inputs.following, PlanningError):
             raise inputs.following
         following = inputs.following
-        made_from = (meta.get("generation"), following.members, following.source, meta.get("uid"))
-        if memory.planned is not None and made_from[0] is not None and memory.planned[0] == made_from:
-            _, task, app = memory.planned
+        made_from = PlanInputs(meta.get("generation"), following.members, following.source, meta.get("uid"))
+        kept = memory.planned
+        if kept is not None and made_from.generation is not None and kept.made_from == made_from:
+            task, app = kept.task, kept.app
         else:
             task = plan_replication_task(
                 name=meta["name"],
@@ -184,7 +218,7 @@ def plan(
                 following=following,
             )
             app = render_spark_application(task.launcher, task.spark_app)
-            memory.planned = (made_from, task, app)
+            memory.planned = Planned(made_from, task, app)
     except PlanningError as err:
         if err.reason in (reasons.FAILOVER_GROUP_PENDING, reasons.FAILOVER_GROUP_NOT_FOUND):
             waiting = cond.reconciling if err.reason == reasons.FAILOVER_GROUP_PENDING else cond.stalled
@@ -242,7 +276,7 @@ def member_switch(stored_config_map: dict[str, Any] | None, following: Following
         if before.get(path) != member
     ]
     return Note(
-        "Normal", "FollowedMemberSwitched", "; ".join(changes) + ": task re-planned, the app restarts"
+        "Normal", reasons.FOLLOWED_MEMBER_SWITCHED, "; ".join(changes) + ": task re-planned, the app restarts"
     )
 
 
@@ -284,26 +318,26 @@ def findings(planned: PassPlan, applied: Applied, observation: SparkObservation,
         notes.append(
             Note(
                 "Warning",
-                "DriftCorrected",
+                reasons.DRIFT_CORRECTED,
                 f"ConfigMap {planned.task.spark_app.config_map} was changed; restored",
             )
         )
     if applied.app is Outcome.CREATED and existed:
-        notes.append(Note("Warning", "DriftCorrected", f"{kind} {app_name} was deleted; recreated"))
+        notes.append(Note("Warning", reasons.DRIFT_CORRECTED, f"{kind} {app_name} was deleted; recreated"))
     elif applied.app is Outcome.CREATED:
-        notes.append(Note("Normal", "SparkApplicationCreated", f"{kind} {app_name} created"))
+        notes.append(Note("Normal", reasons.SPARK_APPLICATION_CREATED, f"{kind} {app_name} created"))
     elif applied.app is Outcome.RESTORED and switch is None:
-        notes.append(Note("Warning", "DriftCorrected", f"{kind} {app_name} was changed or lost; restored"))
+        notes.append(
+            Note("Warning", reasons.DRIFT_CORRECTED, f"{kind} {app_name} was changed or lost; restored")
+        )
     result = _from_observation(observation, app_name)
     result.notes[:0] = notes
-    result.status_fields = {
-        "sparkApplication": {
-            "apiVersion": planned.launcher.API_VERSION,
-            "name": app_name,
-            "state": observation.state,
-        },
-        "activeSourceMember": planned.following.source_member,
-    }
+    app = SparkApplicationStatus(
+        api_version=planned.launcher.API_VERSION, name=app_name, state=observation.state
+    )
+    result.status_fields = written(
+        ReplicationTaskStatus(spark_application=app, active_source_member=planned.following.source_member)
+    )
     return result
 
 

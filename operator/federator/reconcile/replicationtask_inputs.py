@@ -2,7 +2,7 @@
 the FailoverGroups the task follows, the Secrets its Spark pods will read, the service account they sign in
 as with workload identity, their checkpoint claim, whether the cluster serves the launcher's resource, and
 the task's stored children (its ConfigMap and its Spark application). Planning and applying then work from
-these inputs without reading again. In the operator, children come from the informers and Secrets,
+these inputs without reading again. In the operator, children come from their watched copies and Secrets,
 service accounts and claims through a short-lived cache (kube/reads.py), so a pass with nothing to do asks
 the API server nothing."""
 
@@ -12,8 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from federator.kube.client import CONFIGMAPS, PERSISTENT_VOLUME_CLAIMS, SECRETS, SERVICE_ACCOUNTS, ResourceRef
 from federator.kube.reads import ClusterReads
+from federator.kube.resources import (
+    CONFIGMAPS,
+    FAILOVER_GROUPS,
+    PERSISTENT_VOLUME_CLAIMS,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    ResourceRef,
+)
 from federator.planning.errors import PlanningError
 from federator.planning.following import Following, resolve_following
 from federator.planning.launchers import LAUNCHERS
@@ -27,10 +34,7 @@ from federator.planning.task import (
 )
 from federator.provision.secrets import SecretsAtHand
 from federator.settings import OperatorSettings
-from federator_contract.api.base import GROUP, VERSION
 from federator_contract.api.replicationtask import ReplicationTaskSpec
-
-FAILOVER_GROUPS = ResourceRef(f"{GROUP}/{VERSION}", "failovergroups")
 
 
 @dataclass(frozen=True)

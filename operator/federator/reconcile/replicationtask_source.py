@@ -17,6 +17,8 @@ from federator.provision.errors import ManagementError
 from federator.provision.secrets import SecretSource
 from federator.recent import Recent
 from federator.status.conditions import ConditionUpdate
+from federator.validation.credential_scope import CredentialScope
+from federator_contract.api.connections import connections
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 
 SOURCE_REACHABLE = "SourceReachable"
@@ -28,8 +30,10 @@ class SourceProbes:
     probes a source probed moments ago — the same entity through the same credentials, by another pass of
     the task or by another task — gets that answer instead of opening another AMQP connection."""
 
-    def __init__(self, prober: Prober, ttl: float) -> None:
+    def __init__(self, prober: Prober, scope: CredentialScope, ttl: float) -> None:
         self._prober = prober
+        self.scope = scope
+        """Where the operator may sign in as itself to probe."""
         self._recent: Recent[tuple[str, EntityRef], ProbeOutcome] = Recent(ttl)
 
     async def probe(self, connection: MemberConnection, entity: EntityRef) -> ProbeOutcome:
@@ -46,8 +50,9 @@ async def source_reachable(
     source = spec.source.event_hub or spec.source.service_bus
     assert source is not None
     try:
+        where = next(c.field_path for c in connections(spec) if c.role == "source")
         connection = await resolve_connection(
-            secrets, namespace, source.connection, where="spec.source connection"
+            secrets, namespace, source.connection, where=where, scope=probes.scope
         )
     except (PlanningError, ManagementError) as err:
         return ConditionUpdate(SOURCE_REACHABLE, "Unknown", err.reason, err.message)

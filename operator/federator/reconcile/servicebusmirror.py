@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from federator import reasons
-from federator.apply.children import Outcome, ensure
-from federator.kube.client import KubeClient, ResourceRef
+from federator.apply.children import ApplyConflict, Outcome, ensure
+from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
+from federator.kube.resources import REPLICATION_TASKS as TASKS
 from federator.planning.mirror import MirrorPlan, Pair, plan_mirror
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome, deprovision_member, provision_member
@@ -24,14 +25,18 @@ from federator.provision.model import desired_by_member
 from federator.provision.secrets import SecretSource
 from federator.status import conditions as cond
 from federator.status.events import Note
-from federator.status.results import Findings, Result, status_result
+from federator.status.results import Findings, Result, status_result, written
 from federator.validation.semantic import semantic_problems
 from federator.validation.warnings import spec_warnings
-from federator_contract.api.base import API_VERSION
 from federator_contract.api.kinds import SERVICE_BUS_MIRROR
-from federator_contract.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
+from federator_contract.api.servicebusmirror import (
+    MemberStatus,
+    MirrorMember,
+    PairStatus,
+    ServiceBusMirrorSpec,
+    ServiceBusMirrorStatus,
+)
 
-TASKS = ResourceRef(API_VERSION, "replicationtasks")
 MIRROR_LABEL = "federator.io/servicebusmirror"
 RULES_PROVISIONED, TASKS_READY = "RulesProvisioned", "TasksReady"
 
@@ -105,7 +110,11 @@ async def mirror_round(
     if ports.tasks is not None:
         provisioned = {o.name for o in outcomes if o.state == "Provisioned"}
         ready = [p for p in plan.pairs if {p.source, p.target} <= provisioned]
-        tasks, task_notes = await ports.tasks.apply(ready, [p for p in plan.pairs if p not in ready])
+        try:
+            tasks, task_notes = await ports.tasks.apply(ready, [p for p in plan.pairs if p not in ready])
+        except ApplyConflict as conflict:  # a pair's task edited by another field manager: not overwritten
+            stalled = cond.stalled(reasons.FIELD_MANAGER_CONFLICT, str(conflict))
+            return MirrorRound(Findings(stalled), outcomes)
         notes += task_notes
     found = rollup(outcomes, plan.pairs, tasks)
     found.notes[:0] = notes
@@ -149,9 +158,9 @@ def _entities(previous: Mapping[str, MemberOutcome], member: str) -> tuple[str, 
 def _provisioning_notes(outcome: MemberOutcome) -> list[Note]:
     if outcome.drift:
         message = f"member {outcome.name}: {'; '.join(outcome.drift)}; repaired"
-        return [Note("Warning", "DriftCorrected", message)]
+        return [Note("Warning", reasons.DRIFT_CORRECTED, message)]
     if outcome.done:
-        return [Note("Normal", "Provisioned", f"member {outcome.name}: {'; '.join(outcome.done)}")]
+        return [Note("Normal", reasons.PROVISIONED, f"member {outcome.name}: {'; '.join(outcome.done)}")]
     return []
 
 
@@ -169,7 +178,8 @@ class ClusterTasks:
         self, ready: Sequence[Pair], waiting: Sequence[Pair]
     ) -> tuple[dict[str, dict[str, Any] | None], list[Note]]:
         namespace, client, children = self.meta["namespace"], self.reads.client, self.reads.children
-        reported = {p.get("taskName") for p in self.status.get("pairs") or [] if p.get("reason")}
+        pairs = ServiceBusMirrorStatus.model_validate(self.status).pairs
+        reported = {p.task_name for p in pairs if p.reason}
         tasks: dict[str, dict[str, Any] | None] = {}
         notes = []
         for pair in waiting:
@@ -183,14 +193,14 @@ class ClusterTasks:
             tasks[name] = written
             if outcome is Outcome.CREATED and name in reported:
                 notes.append(
-                    Note("Warning", "DriftCorrected", f"ReplicationTask {name} was deleted; recreated")
+                    Note("Warning", reasons.DRIFT_CORRECTED, f"ReplicationTask {name} was deleted; recreated")
                 )
             elif outcome is Outcome.CREATED:
                 message = f"ReplicationTask {name} created for {pair.source} → {pair.target}"
-                notes.append(Note("Normal", "TaskCreated", message))
+                notes.append(Note("Normal", reasons.TASK_CREATED, message))
             elif outcome is Outcome.RESTORED:
                 notes.append(
-                    Note("Warning", "DriftCorrected", f"ReplicationTask {name} was changed; restored")
+                    Note("Warning", reasons.DRIFT_CORRECTED, f"ReplicationTask {name} was changed; restored")
                 )
         planned = {p.task_name for p in [*ready, *waiting]}
         return tasks, notes + await _remove_obsolete_tasks(client, self.meta, planned)
@@ -213,7 +223,9 @@ async def _remove_obsolete_tasks(client: KubeClient, meta: dict[str, Any], plann
     for task in await _owned_tasks(client, meta):
         name = task["metadata"]["name"]
         if name not in planned and await client.delete(TASKS.path(meta["namespace"], name)):
-            notes.append(Note("Normal", "TaskDeleted", f"ReplicationTask {name} deleted: its pair is gone"))
+            notes.append(
+                Note("Normal", reasons.TASK_DELETED, f"ReplicationTask {name} deleted: its pair is gone")
+            )
     return notes
 
 
@@ -227,13 +239,13 @@ def rollup(
         conditions = ((tasks.get(pair.task_name) or {}).get("status") or {}).get("conditions")
         ready, stalled = cond.find(conditions, cond.READY), cond.find(conditions, cond.STALLED)
         pair_status.append(
-            {
-                "source": pair.source,
-                "target": pair.target,
-                "taskName": pair.task_name,
-                "ready": ready["status"] if ready else "Unknown",
-                "reason": ready["reason"] if ready else "",
-            }
+            PairStatus(
+                source=pair.source,
+                target=pair.target,
+                task_name=pair.task_name,
+                ready=ready["status"] if ready else "Unknown",
+                reason=ready["reason"] if ready else "",
+            )
         )
         label = f"{pair.source} → {pair.target} (ReplicationTask {pair.task_name})"
         if ready is not None and ready["status"] == "True":
@@ -269,7 +281,11 @@ def rollup(
         tasks_ready = cond.ConditionUpdate(TASKS_READY, "True", reasons.PAIRS_READY, "")
     return Findings(
         [*updates, rules, tasks_ready],
-        status_fields={"members": [o.status() for o in outcomes], "pairs": pair_status},
+        status_fields=written(
+            ServiceBusMirrorStatus(
+                members=[MemberStatus.model_validate(o.status()) for o in outcomes], pairs=pair_status
+            )
+        ),
         retry_after=0.0 if failing else None,
     )
 

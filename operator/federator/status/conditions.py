@@ -3,9 +3,12 @@ moving only when the status changes, and the kstatus triad kept consistent."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+from federator_contract.api.base import Condition, ObjectStatus
 
 Status = Literal["True", "False", "Unknown"]
 READY, RECONCILING, STALLED = "Ready", "Reconciling", "Stalled"
@@ -24,32 +27,30 @@ def timestamp(now: datetime | None = None) -> str:
 
 
 def apply_conditions(
-    existing: list[dict[str, Any]] | None,
+    existing: Sequence[Mapping[str, Any]] | None,
     updates: list[ConditionUpdate],
     generation: int | None,
     now: datetime | None = None,
 ) -> list[dict[str, Any]]:
-    """The full new list (merge patches replace lists): updated types replace their entry, keeping
-    `lastTransitionTime` when the status is unchanged; other types are kept as they are."""
-    by_type = {c["type"]: c for c in existing or [] if "type" in c}
+    """The full new list (merge patches replace lists), as written: updated types replace their entry,
+    keeping `lastTransitionTime` when the status is unchanged; other types are kept as they are."""
+    by_type = {c.type: c for c in ObjectStatus.model_validate({"conditions": existing or []}).conditions}
     result = dict(by_type)
+    moment = (now or datetime.now(UTC)).replace(microsecond=0)
     for update in updates:
         previous = by_type.get(update.type)
-        unchanged = previous is not None and previous.get("status") == update.status
-        result[update.type] = {
-            "type": update.type,
-            "status": update.status,
-            "reason": update.reason,
-            "message": update.message,
-            "observedGeneration": generation,
-            "lastTransitionTime": previous["lastTransitionTime"]
-            if unchanged and previous and "lastTransitionTime" in previous
-            else timestamp(now),
-        }
+        unchanged = previous is not None and previous.status == update.status
+        result[update.type] = Condition(
+            type=update.type,
+            status=update.status,
+            reason=update.reason,
+            message=update.message,
+            observed_generation=generation,
+            last_transition_time=previous.last_transition_time if unchanged and previous else moment,
+        )
     order = [READY, RECONCILING, STALLED]
-    return sorted(
-        result.values(), key=lambda c: (order.index(c["type"]) if c["type"] in order else 3, c["type"])
-    )
+    ranked = sorted(result.values(), key=lambda c: (order.index(c.type) if c.type in order else 3, c.type))
+    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in ranked]
 
 
 def ready(reason: str, message: str = "") -> list[ConditionUpdate]:
@@ -83,10 +84,13 @@ def find(conditions: list[dict[str, Any]] | None, type_: str) -> dict[str, Any] 
     return next((c for c in conditions or [] if c.get("type") == type_), None)
 
 
-def same_conditions(a: list[dict[str, Any]] | None, b: list[dict[str, Any]] | None) -> bool:
+def same_conditions(a: Sequence[Mapping[str, Any]] | None, b: Sequence[Mapping[str, Any]] | None) -> bool:
     """Equal apart from transition times (which only move with a status change anyway)."""
 
-    def strip(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-        return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in items or []]
+    def strip(items: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+        return [
+            c.model_dump(exclude={"last_transition_time"})
+            for c in ObjectStatus.model_validate({"conditions": items or []}).conditions
+        ]
 
     return strip(a) == strip(b)

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from federator import reasons
 from federator.status import conditions as cond
 from federator.status.events import Note
-
-SPEC_WARNING = "SpecWarning"  # Event reason of a slip in the spec (`federator validate` prints the same)
+from federator_contract.api.base import ObjectStatus, StatusModel
 
 
 @dataclass
@@ -19,6 +19,7 @@ class Findings:
 
     condition_updates: list[cond.ConditionUpdate]
     status_fields: dict[str, Any] = field(default_factory=dict)
+    """The status fields the pass owns, as written: made by `written` from the kind's status model."""
     notes: list[Note] = field(default_factory=list)
     retry_after: float | None = None
 
@@ -41,12 +42,14 @@ def status_result(body: dict[str, Any], found: Findings, spec_warnings: Sequence
     become Warning Events on the first pass of a generation only: once per generation."""
     status = body.get("status") or {}
     existing = status.get("conditions")
+    observed = ObjectStatus.model_validate(status).observed_generation
     generation = body["metadata"].get("generation")
+    new_generation = written(ObjectStatus(observed_generation=generation)) if observed != generation else {}
     conditions = cond.apply_conditions(existing, found.condition_updates, generation)
     patch: dict[str, Any] = {}
     notes = list(found.notes)
-    if status.get("observedGeneration") != generation:
-        notes += [Note("Warning", SPEC_WARNING, str(warning)) for warning in spec_warnings]
+    if observed != generation:
+        notes += [Note("Warning", reasons.SPEC_WARNING, str(warning)) for warning in spec_warnings]
     if not cond.same_conditions(existing, conditions):
         patch["conditions"] = conditions
         before, after = cond.find(existing, cond.READY), cond.find(conditions, cond.READY)
@@ -58,10 +61,18 @@ def status_result(body: dict[str, Any], found: Findings, spec_warnings: Sequence
                 "Warning" if stalled and stalled["status"] == "True" else "Normal"
             )
             notes.append(Note(kind, after["reason"], after["message"] or after["reason"]))
-    if status.get("observedGeneration") != generation:
-        patch["observedGeneration"] = generation
+    patch.update(new_generation)
     for key, value in found.status_fields.items():
         if status.get(key) != value:
             patch[key] = value
     blocked_by = found.condition_updates[0].reason if found.retry_after is not None else None
     return Result(patch, conditions, notes, found.retry_after, blocked_by)
+
+
+def written(status: StatusModel) -> dict[str, Any]:
+    """The fields set on ``status`` (a kind's status model, or part of it), as a status merge patch writes
+    them: camelCase, unknown figures left out, and a field set to None as None (which removes it)."""
+    dumped = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    fields = type(status).model_fields
+    keys = sorted((fields[n].alias or n) if n in fields else n for n in status.model_fields_set)
+    return {key: dumped.get(key) for key in keys}

@@ -12,6 +12,7 @@ from typing import Any
 
 from federator.planning.mirror import plan_mirror
 from federator.topology.model import Topology
+from federator_contract.api.failovergroup import FailoverGroupStatus
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 
 Obj = dict[str, Any]
@@ -163,8 +164,8 @@ def _group(graph: Topology, group: Obj) -> None:
     ns, name = _where(group)
     spec = group.get("spec") or {}
     primary = spec.get("primaryMember")
-    status = group.get("status") or {}
-    where = f" · producers on {status['producerMember']}" if status.get("producerMember") else ""
+    producers = FailoverGroupStatus.model_validate(group.get("status") or {}).producer_member
+    where = f" · producers on {producers}" if producers else ""
     node = graph.node(
         _group_node(ns, name),
         "group",

@@ -25,16 +25,13 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
 
+from federator.reasons import ENDPOINT_HOST_NOT_ALLOWED, OPERATOR_IDENTITY_NOT_ALLOWED
 from federator.settings import OperatorSettings, listed
 from federator_contract.api.base import WorkloadIdentity
 from federator_contract.api.connections import Role, Spec, connections
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.api.translation import BlobWorkloadIdentity
-
-# Reasons (to join federator/reasons.py's catalogue).
-ENDPOINT_HOST_NOT_ALLOWED = "EndpointHostNotAllowed"
-OPERATOR_IDENTITY_NOT_ALLOWED = "OperatorIdentityNotAllowed"
 
 # Event Hubs and Service Bus namespaces: the public cloud (legacy `servicebus.windows.net`, and the
 # partitioned DNS zones of new namespaces), Azure operated by 21Vianet, Azure Government.

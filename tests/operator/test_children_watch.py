@@ -1,5 +1,6 @@
-"""The children's informers: a copy of the operator's labelled children that follows the API server by a
-watch, so that passes read their children without asking it. Against the faithful fake API server."""
+"""The children as watched: a copy of the operator's labelled children that follows the API server by a
+watch (kubernetes_asyncio's `Watch`), so that passes read their children without asking it. Against the
+faithful fake API server."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from federator.kube import informer
-from federator.kube.client import CONFIGMAPS, KubeClient, ResourceRef
-from federator.kube.informer import Children, Informer
+from federator.kube import children as watching
+from federator.kube.children import Children, Watched
+from federator.kube.client import KubeClient
+from federator.kube.resources import CONFIGMAPS, ResourceRef
 from support.kube import KubeServer
 
 pytestmark = pytest.mark.asyncio
@@ -35,7 +37,7 @@ def config_map(name: str, labelled: bool = True, **data: str) -> dict[str, Any]:
 
 
 async def until(
-    check: Callable[[], bool], seconds: float = 5, message: str = "the informer did not catch up"
+    check: Callable[[], bool], seconds: float = 5, message: str = "the watched copy did not catch up"
 ) -> None:
     deadline = asyncio.get_running_loop().time() + seconds
     while not check():
@@ -46,7 +48,7 @@ async def until(
 async def test_it_lists_the_labelled_objects_then_follows_their_changes(client: KubeClient) -> None:
     await client.create(CONFIGMAPS.path(NS), config_map("ours", value="1"))
     await client.create(CONFIGMAPS.path(NS), config_map("theirs", labelled=False))
-    watched = Informer(client, CONFIGMAPS, NS, LABEL)
+    watched = Watched(client, CONFIGMAPS, NS, LABEL)
     await watched.start()
     try:
         assert watched.get("ours") is not None and watched.get("theirs") is None
@@ -65,9 +67,9 @@ async def test_it_lists_the_labelled_objects_then_follows_their_changes(client: 
 async def test_a_watch_the_server_ends_is_resumed_without_missing_a_change(
     client: KubeClient, kube: KubeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(informer, "WATCH_SECONDS", 1)
+    monkeypatch.setattr(watching, "WATCH_SECONDS", 1)
     path = CONFIGMAPS.path(NS)
-    watched = Informer(client, CONFIGMAPS, NS, LABEL)
+    watched = Watched(client, CONFIGMAPS, NS, LABEL)
     await watched.start()
     try:
         seen = await client.create(path, config_map("during-the-first-watch"))
@@ -89,7 +91,7 @@ async def test_a_watch_the_server_ends_is_resumed_without_missing_a_change(
 async def test_what_the_operator_wrote_is_seen_at_once_and_not_undone_by_older_events(
     client: KubeClient,
 ) -> None:
-    watched = Informer(client, CONFIGMAPS, NS, LABEL)
+    watched = Watched(client, CONFIGMAPS, NS, LABEL)
     await watched.start()
     try:
         created = await client.create(CONFIGMAPS.path(NS), config_map("mine", value="1"))
@@ -102,7 +104,7 @@ async def test_what_the_operator_wrote_is_seen_at_once_and_not_undone_by_older_e
         await watched.stop()
 
 
-async def test_children_come_from_one_informer_per_resource_and_namespace(client: KubeClient) -> None:
+async def test_children_come_from_one_watch_per_resource_and_namespace(client: KubeClient) -> None:
     children = Children(client, LABEL)
     try:
         first, second = await asyncio.gather(
@@ -112,7 +114,7 @@ async def test_children_come_from_one_informer_per_resource_and_namespace(client
         await client.create(CONFIGMAPS.path(NS), config_map("later"))
         deadline = asyncio.get_running_loop().time() + 5
         while await children.get(CONFIGMAPS, NS, "later") is None:  # seen through the watch
-            assert asyncio.get_running_loop().time() < deadline, "the informer did not catch up"
+            assert asyncio.get_running_loop().time() < deadline, "the watched copy did not catch up"
             await asyncio.sleep(0.02)
         assert len(children) == 1
     finally:

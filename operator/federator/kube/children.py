@@ -1,13 +1,13 @@
-"""The operator's children as last seen, kept current by a watch (an informer): a pass reads its
-ConfigMap and its Spark application here instead of asking the API server, so a pass with nothing to do
-costs no request.
+"""The operator's children as last seen, kept current by a watch: a pass reads its ConfigMap and its Spark
+application here instead of asking the API server, so a pass with nothing to do costs no request.
 
-One informer per resource and namespace, started on first use: LIST the objects that carry the operator's
-label, then WATCH from the list's resourceVersion. A watch the server ends is resumed from the last version
-seen; `410 Gone` (the server no longer has that version) lists again. While a watch is down the copy may
-be behind: what the operator writes goes into it at once (`remember`), and a create that meets an object
-the copy did not know gets a conflict and reads it (apply/children.py). Where the LIST is refused (RBAC),
-reads go to the API as before."""
+One copy per resource and namespace (`Watched`), started on first use: LIST the objects that carry the
+operator's label, then WATCH from the list's resourceVersion with kubernetes_asyncio's `Watch`
+(kube/client.py). A watch the server ends is renewed from the last version seen (bookmarks included),
+never with a second LIST; `410 Gone` (the server no longer has that version) lists again. While a watch
+is down the copy may be behind: what the operator writes goes into it at once (`remember`), and an apply
+made from a stale copy is a re-apply that changes nothing (apply/children.py). Where the LIST is refused
+(RBAC), reads go to the API as before."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ import logging
 import urllib.parse
 from typing import Any, Protocol
 
-from federator.kube.client import ApiError, KubeClient, ResourceRef
+from federator.kube.client import ApiError, KubeClient
+from federator.kube.resources import ResourceRef
 
-log = logging.getLogger("federator.kube.informer")
+log = logging.getLogger("federator.kube.children")
 WATCH_SECONDS = 300
 """How long one watch request lasts before it is renewed (the API server's own cap is similar)."""
 MAX_BACKOFF_SECONDS = 30.0
@@ -36,7 +37,7 @@ class ChildReader(Protocol):
 
 
 class DirectChildren:
-    """Every read asks the API server (callers without informers: tests, one-off tools)."""
+    """Every read asks the API server (callers without watches: tests, one-off tools)."""
 
     def __init__(self, client: KubeClient) -> None:
         self._client = client
@@ -48,7 +49,7 @@ class DirectChildren:
         return None
 
 
-class Informer:
+class Watched:
     """The labelled objects of one resource in one namespace. Objects handed out are shared: never
     modify them."""
 
@@ -63,7 +64,7 @@ class Informer:
     async def start(self) -> None:
         """The first LIST (raises ApiError when refused), then the watch in the background."""
         await self._list()
-        self._task = asyncio.create_task(self._watch(), name=f"informer {self._path}")
+        self._task = asyncio.create_task(self._watch(), name=f"watching {self._path}")
 
     def get(self, name: str) -> dict[str, Any] | None:
         return self._objects.get(name)
@@ -93,22 +94,21 @@ class Informer:
     async def _watch(self) -> None:
         backoff = 1.0
         while True:
-            params = {
-                "labelSelector": self._selector,
-                "resourceVersion": self._version,
-                "allowWatchBookmarks": "true",
-                "timeoutSeconds": str(WATCH_SECONDS),
-            }
             try:
-                async with contextlib.aclosing(self._client.watch(self._path, params)) as events:
+                async with contextlib.aclosing(
+                    self._client.watch(
+                        self._path,
+                        label_selector=self._selector,
+                        resource_version=self._version,
+                        timeout_seconds=WATCH_SECONDS,
+                    )
+                ) as events:
                     async for event in events:
-                        if not self._apply(event):
-                            await self._list()  # 410 Gone: start again from a fresh list
-                            break
+                        self._apply(event)
                         backoff = 1.0
                 continue
             except ApiError as err:
-                if err.status == 410:
+                if err.status == 410:  # Gone: start again from a fresh list
                     with contextlib.suppress(Exception):
                         await self._list()
                     continue
@@ -120,11 +120,8 @@ class Informer:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
-    def _apply(self, event: dict[str, Any]) -> bool:
-        """Apply one watch event; False when the watch must start again from a fresh list."""
+    def _apply(self, event: dict[str, Any]) -> None:
         kind, obj = event.get("type"), event.get("object") or {}
-        if kind == "ERROR":
-            return obj.get("code") != 410
         version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         if kind == "DELETED":
             known = self._objects.get(obj["metadata"]["name"])
@@ -134,47 +131,46 @@ class Informer:
             self.remember(obj)
         if version:
             self._version = version
-        return True
 
 
 class Children:
-    """Informers of the operator's children (objects labelled `selector`), per resource and namespace,
+    """Watched copies of the operator's children (objects labelled `selector`), per resource and namespace,
     started on first use and shared by every pass."""
 
     def __init__(self, client: KubeClient, selector: str) -> None:
         self._client = client
         self._selector = selector
-        self._informers: dict[tuple[ResourceRef, str], Informer | None] = {}
-        self._starting: dict[tuple[ResourceRef, str], asyncio.Future[Informer | None]] = {}
+        self._watches: dict[tuple[ResourceRef, str], Watched | None] = {}
+        self._starting: dict[tuple[ResourceRef, str], asyncio.Future[Watched | None]] = {}
 
     async def get(self, ref: ResourceRef, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            informer = await self._informer(ref, namespace)
+            watched = await self._watched(ref, namespace)
         except Exception as err:  # not served yet, or the LIST failed for now: tried again at the next read
-            log.debug("no informer for %s in %s yet: %r", ref.plural, namespace, err)
-            informer = None
-        if informer is None:
+            log.debug("no watched copy of %s in %s yet: %r", ref.plural, namespace, err)
+            watched = None
+        if watched is None:
             return await self._client.get(ref.path(namespace, name))
-        return informer.get(name)
+        return watched.get(name)
 
     def remember(self, ref: ResourceRef, stored: dict[str, Any]) -> None:
-        informer = self._informers.get((ref, stored["metadata"].get("namespace", "")))
-        if informer is not None:
-            informer.remember(stored)
+        watched = self._watches.get((ref, stored["metadata"].get("namespace", "")))
+        if watched is not None:
+            watched.remember(stored)
 
     def __len__(self) -> int:
-        """Informers running."""
-        return sum(1 for i in self._informers.values() if i is not None)
+        """Copies being watched."""
+        return sum(1 for i in self._watches.values() if i is not None)
 
     async def close(self) -> None:
-        informers = [i for i in self._informers.values() if i is not None]
-        self._informers.clear()
-        await asyncio.gather(*(i.stop() for i in informers))
+        watches = [i for i in self._watches.values() if i is not None]
+        self._watches.clear()
+        await asyncio.gather(*(i.stop() for i in watches))
 
-    async def _informer(self, ref: ResourceRef, namespace: str) -> Informer | None:
+    async def _watched(self, ref: ResourceRef, namespace: str) -> Watched | None:
         key = (ref, namespace)
-        if key in self._informers:
-            return self._informers[key]
+        if key in self._watches:
+            return self._watches[key]
         starting = self._starting.get(key)
         if starting is None:  # the first of concurrent passes starts it; the others wait for it
             starting = self._starting[key] = asyncio.ensure_future(self._start(ref, namespace))
@@ -184,18 +180,18 @@ class Children:
             if starting.done():
                 self._starting.pop(key, None)
 
-    async def _start(self, ref: ResourceRef, namespace: str) -> Informer | None:
-        informer = Informer(self._client, ref, namespace, self._selector)
+    async def _start(self, ref: ResourceRef, namespace: str) -> Watched | None:
+        watched = Watched(self._client, ref, namespace, self._selector)
         try:
-            await informer.start()
+            await watched.start()
         except ApiError as err:
             if err.status not in (401, 403):
                 raise
             log.warning("cannot list %s in %s (%s): reading each child instead", ref.plural, namespace, err)
-            self._informers[(ref, namespace)] = None
+            self._watches[(ref, namespace)] = None
             return None
-        self._informers[(ref, namespace)] = informer
-        return informer
+        self._watches[(ref, namespace)] = watched
+        return watched
 
 
 def _newer(candidate: dict[str, Any], known: dict[str, Any] | None) -> bool:
