@@ -33,7 +33,11 @@ REFUSED = {
     ("source", "notFound"): "SourceNotFound",
     ("target", "auth"): "TargetAuthRefused",
     ("target", "notFound"): "TargetNotFound",
+    # The checkpoint holds positions of another source (a Secret re-pointed elsewhere): applied to this one
+    # they would skip or repeat events, so the app reads nothing until positions are reset.
+    ("source", "checkpointMismatch"): "CheckpointSourceMismatch",
 }
+CHECKPOINT_SOURCE_MISMATCH = REFUSED["source", "checkpointMismatch"]
 STALE_SECONDS = 300.0
 """Writers refresh their file at every attempt (at most every 30 s of backoff plus the SDK's own retries)."""
 

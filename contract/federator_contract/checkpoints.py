@@ -14,6 +14,10 @@ STATE_DIR = "federator"
 MEMBERS_DIR = "members"
 """Under the checkpoint location: one sub-location per followed member (positions are per namespace)."""
 STATUS_FILE = "status.json"
+SOURCE_BINDING_FILE = "source.json"
+"""Under a query's state dir: the source its positions belong to (namespace, entity, consumer group)."""
+PREVIOUS_DIR = "previous"
+"""Under a query's location: checkpoints set aside by a reset of positions, one per reset."""
 
 # Why an object-store checkpoint is refused: by the CRD (a CEL rule), `federator validate` and the app.
 LOCAL_CHECKPOINTS_ONLY = (
@@ -94,6 +98,17 @@ class CheckpointLayout:
     def beside_status(self, name: str) -> Path:
         """A report the operator reads next to the status (lag, translation)."""
         return self.status_file.parent / name
+
+    @property
+    def source_binding_file(self) -> Path:
+        """The source the query's positions belong to: the query's, so a followed group's members each
+        have their own (a member switch is not a change of source)."""
+        return self.state_dir / SOURCE_BINDING_FILE
+
+    @property
+    def previous_dir(self) -> Path:
+        """Where a reset of positions sets the query's checkpoint aside (kept, never deleted)."""
+        return self.query_dir / PREVIOUS_DIR
 
     @property
     def spool_dir(self) -> Path:

@@ -56,6 +56,14 @@ class TaskMetadata(_ContractModel):
     generation: int | None = None
 
 
+RESET_POSITIONS_ANNOTATION = "federator.io/reset-positions"
+"""On a ReplicationTask: a new value resets the task's positions (`TaskConfig.reset_positions`)."""
+RESET_TOKEN_MAX_LENGTH = 128
+# Recorded beside the checkpoint and compared as it is: printable, no surrounding space, bounded.
+ResetToken = Annotated[
+    str, Field(min_length=1, max_length=RESET_TOKEN_MAX_LENGTH, pattern=r"^[!-~]([ -~]*[!-~])?$")
+]
+
 # The member names a checkpoint directory: nothing but a DNS label may get there.
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL)]
 
@@ -97,6 +105,10 @@ class TaskConfig(_ContractModel):
     stores `emulator`), likewise."""
     status_file: str | None = None
     """Local mode only: where the app writes its status (default: under the checkpoint location)."""
+    reset_positions: ResetToken | None = None
+    """The task's `federator.io/reset-positions` annotation: a value the app has not recorded for the
+    checkpoint sets that checkpoint aside and starts afresh from the spec's start position, whatever
+    source the old positions belong to (docs/replication.md, "Positions")."""
 
     @field_validator("secret_env")
     @classmethod

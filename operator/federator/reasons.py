@@ -53,6 +53,8 @@ SOURCE_AUTH_REFUSED = appstatus.REFUSED["source", "auth"]
 SOURCE_NOT_FOUND = appstatus.REFUSED["source", "notFound"]
 TARGET_AUTH_REFUSED = appstatus.REFUSED["target", "auth"]
 TARGET_NOT_FOUND = appstatus.REFUSED["target", "notFound"]
+# The app's checkpoint holds positions of another source (docs/replication.md, "Positions"): it reads nothing.
+CHECKPOINT_SOURCE_MISMATCH = appstatus.CHECKPOINT_SOURCE_MISMATCH
 # Local mode (`federator run`) only.
 EMULATOR_ENTITY_CONFLICT = "EmulatorEntityConflict"
 EMULATOR_FAILED = "EmulatorFailed"
@@ -169,6 +171,7 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         SOURCE_NOT_FOUND,
         TARGET_AUTH_REFUSED,
         TARGET_NOT_FOUND,
+        CHECKPOINT_SOURCE_MISMATCH,
         EMULATOR_ENTITY_CONFLICT,
         EMULATOR_FAILED,
         FAILOVER_GROUP_NOT_FOUND,

@@ -12,7 +12,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from federator_contract.applog import started_marker
 from federator_contract.checkpoints import CheckpointLayout
 from federator_contract.taskconfig import TaskConfig
-from federator_spark import datasources, following
+from federator_spark import datasources, following, source_binding
 from federator_spark.commits import CommitLog
 from federator_spark.config import checkpoint_layout
 from federator_spark.datasources import ReplicationDataSource, SliceSource
@@ -54,11 +54,14 @@ def plan_task(config: TaskConfig) -> TaskPlan:
     """Fails fast, on the driver, for specs the app cannot run (TaskConfigError)."""
     layout = checkpoint_layout(config)
     write = plan_from_task(config, layout)
+    source = source_settings(config, layout)
+    # Before anything reads: positions are applied to the source they were taken from only.
+    source_binding.bind(layout, source, config.reset_positions)
     return TaskPlan(
         namespace=config.namespace,
         name=config.name,
         layout=layout,
-        source=source_settings(config, layout),
+        source=source,
         write=write,
         trigger_seconds=config.spec.runtime.trigger_interval_seconds,
     )

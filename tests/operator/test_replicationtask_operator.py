@@ -243,8 +243,8 @@ def test_spec_warnings_are_posted_as_warning_events_once_per_generation(
 def test_observing_a_settled_task_asks_the_api_server_nothing_about_its_children(
     federator_operator: KubeServer,
 ) -> None:
-    """Its ConfigMap and Spark application come from their watched copies; the Secret, the pods' service account
-    and the checkpoint claim the three tasks share are read at most once per observe interval each."""
+    """Its ConfigMap and Spark application come from their watched copies; the Secret, the pods' service
+    account and the checkpoint claim the three tasks share are read at most once per observe interval each."""
     kube = federator_operator
     local = secret()  # nothing listens on localhost's AMQP port: each source probe fails at once
     local["stringData"]["connectionString"] = "Endpoint=sb://localhost/;SharedAccessKeyName=k;SharedAccessKey=eA=="

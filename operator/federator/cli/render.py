@@ -78,6 +78,7 @@ def _preview(label: str, kind: str, body: dict[str, Any], settings: OperatorSett
             settings=settings,
             uid=meta.get("uid"),
             generation=meta.get("generation"),
+            annotations=meta.get("annotations"),
         )
     except PlanningError as err:
         return Preview(label, reason=err.reason, message=err.message)

@@ -177,6 +177,7 @@ class TaskPlanner:
                 generation=meta.get("generation"),
                 local=True,
                 following=following,
+                annotations=meta.get("annotations"),
             )
         except PlanningError as err:
             return blocked(err.reason, err.message)

@@ -3,8 +3,11 @@ that a launcher turns into its own resource."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from federator import reasons
 from federator.planning.errors import PlanningError
@@ -18,7 +21,13 @@ from federator_contract.api.base import API_VERSION, ConfigMapKeySelector, Workl
 from federator_contract.api.connections import connections
 from federator_contract.api.replicationtask import ReplicationTaskSpec, SparkResources
 from federator_contract.sparkconf import APP_SPARK_CONF
-from federator_contract.taskconfig import TaskConfig, TaskMetadata
+from federator_contract.taskconfig import (
+    RESET_POSITIONS_ANNOTATION,
+    RESET_TOKEN_MAX_LENGTH,
+    ResetToken,
+    TaskConfig,
+    TaskMetadata,
+)
 
 # Where the Spark image keeps the replication app, and where the pods find the task and checkpoints.
 MAIN_APPLICATION_FILE = "local:///opt/federator/replicate.py"
@@ -140,10 +149,13 @@ def plan_replication_task(
     generation: int | None = None,
     local: bool = False,
     following: Following | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> TaskPlan:
     """The desired children of one task. Raises PlanningError for specs that cannot run in a cluster;
     ``local`` (the `federator run` mode) allows emulator connections, which only exist there. For a task
-    that follows FailoverGroups, ``spec`` is ``following.spec`` (planning/following.py)."""
+    that follows FailoverGroups, ``spec`` is ``following.spec`` (planning/following.py). ``annotations``:
+    the task's, of which `federator.io/reset-positions` reaches the app."""
+    reset = reset_positions(annotations)
     if not local:
         _refuse_local_only(spec)
         _refuse_outside_pod_policy(spec, settings)
@@ -171,6 +183,7 @@ def plan_replication_task(
         metrics_port=settings.app_metrics_port,
         followed_members=following.members if following is not None else {},
         following=following.source if following is not None else None,
+        reset_positions=reset,
     )
     config_map = task_config_map(config_name, labels, owner, task_config)
     runtime = spec.runtime
@@ -188,6 +201,8 @@ def plan_replication_task(
             "prometheus.io/port": str(settings.app_metrics_port),
             "prometheus.io/path": "/metrics",
             **(following.annotations if following is not None else {}),
+            # A new token changes the Spark application: it restarts, and resets its positions.
+            **({RESET_POSITIONS_ANNOTATION: reset} if reset is not None else {}),
         },
         owner=owner,
         image=runtime.image or settings.spark_image,
@@ -214,6 +229,24 @@ def plan_replication_task(
         config_map=config_map,
         spark_app=app,
     )
+
+
+_RESET_TOKEN: TypeAdapter[str] = TypeAdapter(ResetToken)
+
+
+def reset_positions(annotations: Mapping[str, str] | None) -> str | None:
+    """The task's reset token (its `federator.io/reset-positions` annotation), or None."""
+    token = (annotations or {}).get(RESET_POSITIONS_ANNOTATION)
+    if token is None:
+        return None
+    try:
+        return _RESET_TOKEN.validate_python(token)
+    except ValidationError:
+        raise PlanningError(
+            reasons.INVALID_SPEC,
+            f"metadata.annotations[{RESET_POSITIONS_ANNOTATION}]: {token!r} is not a reset token: 1 to "
+            f"{RESET_TOKEN_MAX_LENGTH} printable ASCII characters, not starting or ending with a space",
+        ) from None
 
 
 def task_config_map_name(task: str) -> str:

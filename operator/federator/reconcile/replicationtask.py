@@ -41,7 +41,12 @@ from federator_contract.api.replicationtask import (
     ReplicationTaskStatus,
     SparkApplicationStatus,
 )
-from federator_contract.taskconfig import FollowingSource, TaskConfig, TaskConfigError
+from federator_contract.taskconfig import (
+    RESET_POSITIONS_ANNOTATION,
+    FollowingSource,
+    TaskConfig,
+    TaskConfigError,
+)
 
 SPARK_RUNNING = "SparkApplicationRunning"
 
@@ -73,6 +78,8 @@ class PlanInputs:
     """The followed groups' members the connections use."""
     source: FollowingSource | None
     uid: str | None
+    reset_positions: str | None = None
+    """The task's federator.io/reset-positions annotation: a new value plans again."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +210,14 @@ def plan(
         if isinstance(inputs.following, PlanningError):
             raise inputs.following
         following = inputs.following
-        made_from = PlanInputs(meta.get("generation"), following.members, following.source, meta.get("uid"))
+        annotations = meta.get("annotations") or {}
+        made_from = PlanInputs(
+            meta.get("generation"),
+            following.members,
+            following.source,
+            meta.get("uid"),
+            annotations.get(RESET_POSITIONS_ANNOTATION),
+        )
         kept = memory.planned
         if kept is not None and made_from.generation is not None and kept.made_from == made_from:
             task, app = kept.task, kept.app
@@ -216,6 +230,7 @@ def plan(
                 uid=meta.get("uid"),
                 generation=meta.get("generation"),
                 following=following,
+                annotations=annotations,
             )
             app = render_spark_application(task.launcher, task.spark_app)
             memory.planned = Planned(made_from, task, app)
