@@ -91,6 +91,20 @@ def test_in_a_shared_application_a_failed_query_stalls_its_task_only(tmp_path: P
     assert (running.condition, running.reason) == ("Ready", reasons.RUNNING)
 
 
+def test_in_a_shared_application_a_task_whose_query_started_again_is_not_stalled(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    task = LogWatch(log, started_marker("default", "a"), failed_marker("default", "a"))
+    log.write_text(
+        "INFO federator_spark.pipeline: task default/a started (query 1)\n"
+        "ERROR federator.host: task default/a failed: EventHubError: no such hub\n"
+        "INFO federator_spark.pipeline: task default/a started (query 2)\n"
+    )
+    task.poll()
+
+    row = app_row("default/a", exit_code=None, stop_requested=False, log=task, status=STATUS)
+    assert (row.condition, row.reason) == ("Ready", reasons.RUNNING)
+
+
 def test_a_running_app_that_retries_a_target_says_so_with_the_brokers_words_and_a_growing_lag(
     tmp_path: Path,
 ) -> None:

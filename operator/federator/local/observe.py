@@ -67,6 +67,7 @@ class LogWatch:
         for line in lines:
             if self.marker in line:
                 self.started = True
+                self.failure = None  # the shared application started the failed query again
             if self.failed_marker and self.failed_marker in line:
                 self.failure = line.split(self.failed_marker, 1)[1].strip()
             if match := _EXCEPTION.match(line.strip()):

@@ -1,0 +1,171 @@
+"""What one application's driver should run, decided from the task configs it is given: the desired
+state is the configs found in its task directories (mounted ConfigMaps in a cluster, files in local
+mode) and its fixed config files, read again on every pass; the actual state is its members, one
+streaming query per task keyed by ``namespace/name``. :func:`decide` turns the two into actions and
+does no I/O, so every rule is tested without a JVM; ``federator_spark.host`` carries them out.
+
+Kubernetes updates a mounted ConfigMap by writing a new hidden directory and swapping the ``..data``
+symlink the visible names point through, so files are read through their symlinks and dot-entries
+are never configs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
+from federator_spark.config import load_task_config
+
+BACKOFF_SECONDS = 2.0
+BACKOFF_CAP_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class Found:
+    """One config file as read this pass: its task config, or why it has none. ``key``: the task the
+    file last held (its ``namespace/name``), so that a broken edit is reported against that task."""
+
+    source: str
+    config: TaskConfig | None = None
+    error: str | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class Member:
+    """A task the driver runs, as the decision sees it: the config its query was started from, whether
+    that query runs, and when a query that ended may start again."""
+
+    config: TaskConfig
+    running: bool = True
+    retry_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Start:
+    """Plan the task and start its query (again, after a failure: its backoff goes on)."""
+
+    key: str
+    config: TaskConfig
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Stop the task's query and its metrics endpoint; ``why`` goes in the log line."""
+
+    key: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """A config file the driver cannot run; ``key``: the task it last held, if any."""
+
+    source: str
+    error: str
+    key: str | None = None
+
+
+Action = Start | Stop | Report
+
+
+def task_key(config: TaskConfig) -> str:
+    return f"{config.namespace}/{config.name}"
+
+
+def decide(found: Sequence[Found], members: Mapping[str, Member], now: float) -> list[Action]:
+    """The actions that bring the members to the configs found: a new task starts; a changed config
+    (compared parsed, so a rewrite of the same content changes nothing) stops its query and starts it
+    again; a task no file holds any more stops; a query that ended starts again once its backoff is
+    over. A broken file is reported and leaves the task it last held running as it was."""
+    desired, actions = _desired(found, members)
+    for key, config in desired.items():
+        member = members.get(key)
+        if member is None:
+            actions.append(Start(key, config))
+        elif member.config != config:
+            actions += [Stop(key, "its config changed"), Start(key, config)]
+        elif not member.running and now >= member.retry_at:
+            actions.append(Start(key, config))
+    actions += [Stop(key, "its config is gone") for key in members if key not in desired]
+    return actions
+
+
+def _desired(
+    found: Sequence[Found], members: Mapping[str, Member]
+) -> tuple[dict[str, TaskConfig], list[Action]]:
+    desired: dict[str, TaskConfig] = {}
+    reports: list[Action] = []
+    for item in found:
+        if item.config is None:
+            reports.append(Report(item.source, str(item.error), item.key))
+            if item.key is not None and item.key in members:
+                desired.setdefault(item.key, members[item.key].config)
+            continue
+        key = task_key(item.config)
+        if key in desired:
+            reports.append(Report(item.source, "another config file holds this task already", key))
+            continue
+        desired[key] = item.config
+    return desired, reports
+
+
+def backoff(failures: int, initial: float = BACKOFF_SECONDS, cap: float = BACKOFF_CAP_SECONDS) -> float:
+    """Seconds before a task's query starts again after its ``failures``-th failure in a row."""
+    return float(min(cap, initial * 2 ** max(0, failures - 1)))
+
+
+def config_files(directory: Path) -> list[Path]:
+    """The config files in ``directory``, by name: regular files (read through symlinks), no dot-entries
+    (``..data`` and the timestamped directories of a mounted ConfigMap). A missing directory holds none."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except FileNotFoundError:
+        return []
+    return [Path(entry.path) for entry in entries if not entry.name.startswith(".") and entry.is_file()]
+
+
+Fingerprint = tuple[str, int, int, int]
+
+
+class ConfigReader:
+    """Reads the configs each pass, parsing a file again only when what it points to changed (its
+    resolved path, inode, size or modification time): cheap enough to run every second."""
+
+    def __init__(self, directories: Iterable[Path] = (), files: Iterable[Path] = ()) -> None:
+        self.directories = list(directories)
+        self.files = list(files)
+        self._cache: dict[str, tuple[Fingerprint, Found]] = {}
+        self._keys: dict[str, str] = {}
+
+    def read(self) -> list[Found]:
+        paths = [path for directory in self.directories for path in config_files(directory)] + self.files
+        found = [self._read(path) for path in paths]
+        for gone in set(self._cache) - {item.source for item in found}:
+            del self._cache[gone]
+        return found
+
+    def _read(self, path: Path) -> Found:
+        source = str(path)
+        try:
+            stat = path.stat()
+            fingerprint = (os.path.realpath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        except OSError as error:
+            return Found(source, error=f"cannot read it: {error}", key=self._keys.get(source))
+        cached = self._cache.get(source)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
+        found = self._parse(source)
+        self._cache[source] = (fingerprint, found)
+        return found
+
+    def _parse(self, source: str) -> Found:
+        try:
+            config = load_task_config(source)
+        except (TaskConfigError, OSError, UnicodeDecodeError) as error:
+            return Found(source, error=str(error), key=self._keys.get(source))
+        self._keys[source] = task_key(config)
+        return Found(source, config=config)
