@@ -146,6 +146,7 @@ class ConfigReader:
         found = [self._read(path) for path in paths]
         for gone in set(self._cache) - {item.source for item in found}:
             del self._cache[gone]
+            self._keys.pop(gone, None)  # a file gone holds no task: nothing kept for it
         return found
 
     def _read(self, path: Path) -> Found:

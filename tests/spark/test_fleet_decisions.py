@@ -183,6 +183,19 @@ def test_a_broken_rewrite_names_the_file_and_the_task_it_held(tmp_path: Path) ->
     assert missing.error is not None and "No such file or directory" in missing.error
 
 
+def test_a_file_that_was_removed_holds_no_task_when_it_comes_back_broken(tmp_path: Path) -> None:
+    write(tmp_path / "a.json", task("a"))
+    reader = ConfigReader([tmp_path])
+    reader.read()
+    (tmp_path / "a.json").unlink()
+    assert reader.read() == []  # its task stops: the config is gone
+    (tmp_path / "a.json").write_text("{not json", encoding="utf-8")
+
+    (broken,) = reader.read()
+
+    assert (broken.key, broken.config) == (None, None)  # reported as a file, not against the stopped task
+
+
 def test_a_directory_that_does_not_exist_yet_holds_no_configs(tmp_path: Path) -> None:
     assert ConfigReader([tmp_path / "later"]).read() == []
 
