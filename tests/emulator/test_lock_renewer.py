@@ -6,56 +6,90 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
+from datetime import UTC, datetime
 
 import pytest
-from azure.servicebus import AutoLockRenewer, ServiceBusClient, ServiceBusMessage
+from azure.servicebus import AutoLockRenewer, ServiceBusClient, ServiceBusMessage, ServiceBusReceivedMessage
 from azure.servicebus.aio import AutoLockRenewer as AsyncAutoLockRenewer
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 
 from federator_emulator.amqp.sequencing import DeliveryIds
+from federator_emulator.testing import EmulatorFactory
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)
 
-# The async renewer looks every second and renews within three quarters of the lock duration (whole
-# seconds) of the expiry: 4 seconds leaves it a margin. Holding the messages longer than that means
-# every lock must have been renewed for the completes to succeed.
-LOCK_SECONDS = 4
-HOLD_SECONDS = 6
+# The renewers renew a lock 10 s before it expires when it lasts longer than 10.5 s; a shorter one gets a
+# quarter of what was left at registration, which a receive or a renewer thread late on a busy host used
+# up (4 s locks lost a lock there). 11 s leaves them 10 s, and the messages are held past their first
+# expiry, so every complete succeeds only if every lock was renewed.
+LOCK_SECONDS = 11
+COUNT = 10
 CONFIG = {"namespaces": [{"name": "ns", "queues": [{"name": "q", "lockDurationSeconds": LOCK_SECONDS}]}]}
 
 
-def test_auto_lock_renewer_keeps_the_locks_of_several_messages(emulator_factory):
+def past_their_first_locks(messages: list[ServiceBusReceivedMessage]) -> float:
+    """Seconds until a second after the latest of the locks the messages were received with."""
+    latest = max(m.locked_until_utc for m in messages if m.locked_until_utc is not None)
+    return max(0.0, (latest - datetime.now(UTC)).total_seconds() + 1)
+
+
+def renewed(messages: list[ServiceBusReceivedMessage], first_locks: list[datetime | None]) -> list[str]:
+    """The messages whose lock the broker extended (the renewer keeps each message's new expiry)."""
+    return [
+        str(m)
+        for m, first in zip(messages, first_locks, strict=True)
+        if first and m.locked_until_utc and m.locked_until_utc > first
+    ]
+
+
+def test_auto_lock_renewer_keeps_the_locks_of_several_messages(emulator_factory: EmulatorFactory) -> None:
     cs = emulator_factory(CONFIG).connection_string()
     with ServiceBusClient.from_connection_string(cs) as client:
         with client.get_queue_sender("q") as sender:
-            sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(10)])
+            sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(COUNT)])
         with AutoLockRenewer() as renewer, client.get_queue_receiver("q") as receiver:
-            messages = receiver.receive_messages(max_message_count=10, max_wait_time=5)
-            for message in messages:
-                renewer.register(receiver, message, max_lock_renewal_duration=30)
-            time.sleep(HOLD_SECONDS)
+            messages: list[ServiceBusReceivedMessage] = []
+            while len(messages) < COUNT:  # a loaded host may hand them over in several receives
+                received = receiver.receive_messages(max_message_count=COUNT - len(messages), max_wait_time=5)
+                assert received, f"only {len(messages)} of {COUNT} messages arrived"
+                for message in received:
+                    renewer.register(receiver, message, max_lock_renewal_duration=60)
+                messages += received
+            first_locks = [m.locked_until_utc for m in messages]
+            time.sleep(past_their_first_locks(messages))
+            assert sorted(renewed(messages, first_locks)) == sorted(str(m) for m in messages)
             for message in messages:
                 receiver.complete_message(message)  # raises MessageLockLostError if a lock was lost
         with client.get_queue_receiver("q") as receiver:
             assert receiver.receive_messages(max_wait_time=1) == []
-    assert sorted(str(m) for m in messages) == sorted(f"m{i}" for i in range(10))
+    assert sorted(str(m) for m in messages) == sorted(f"m{i}" for i in range(COUNT))
 
 
 @pytest.mark.asyncio
-async def test_async_auto_lock_renewer_keeps_the_locks_of_several_messages(emulator_factory):
+async def test_async_auto_lock_renewer_keeps_the_locks_of_several_messages(
+    emulator_factory: EmulatorFactory,
+) -> None:
     cs = emulator_factory(CONFIG).connection_string()
     async with AsyncServiceBusClient.from_connection_string(cs) as client:
         async with client.get_queue_sender("q") as sender:
-            await sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(10)])
+            await sender.send_messages([ServiceBusMessage(f"m{i}") for i in range(COUNT)])
         renewer = AsyncAutoLockRenewer()
         async with renewer, client.get_queue_receiver("q") as receiver:
-            messages = await receiver.receive_messages(max_message_count=10, max_wait_time=5)
-            for message in messages:
-                renewer.register(receiver, message, max_lock_renewal_duration=30)
-            await asyncio.sleep(HOLD_SECONDS)
+            messages: list[ServiceBusReceivedMessage] = []
+            while len(messages) < COUNT:
+                received = await receiver.receive_messages(
+                    max_message_count=COUNT - len(messages), max_wait_time=5
+                )
+                assert received, f"only {len(messages)} of {COUNT} messages arrived"
+                for message in received:
+                    renewer.register(receiver, message, max_lock_renewal_duration=60)
+                messages += received
+            first_locks = [m.locked_until_utc for m in messages]
+            await asyncio.sleep(past_their_first_locks(messages))
+            assert sorted(renewed(messages, first_locks)) == sorted(str(m) for m in messages)
             for message in messages:
                 await receiver.complete_message(message)
-    assert len(messages) == 10
+    assert sorted(str(m) for m in messages) == sorted(f"m{i}" for i in range(COUNT))
 
 
 def transfer(channel: int, delivery_id: int, tag: bytes, settled: bool = False) -> bytes:
@@ -72,7 +106,7 @@ def accepted_disposition(channel: int, delivery_id: int) -> bytes:
     return struct.pack(">IBBH", 8 + len(body), 2, 0, channel) + body
 
 
-def test_a_reused_delivery_id_is_renumbered_and_its_disposition_names_the_clients_id():
+def test_a_reused_delivery_id_is_renumbered_and_its_disposition_names_the_clients_id() -> None:
     ids = DeliveryIds()
     first, duplicate = transfer(0, 1, b"a"), transfer(0, 1, b"b")
     passed = ids.incoming(first + duplicate[:10])  # the duplicate arrives in two reads
@@ -84,7 +118,7 @@ def test_a_reused_delivery_id_is_renumbered_and_its_disposition_names_the_client
     assert ids.outgoing(accepted_disposition(0, 2)) == [accepted_disposition(0, 2)]  # settled: forgotten
 
 
-def test_frames_in_sequence_pass_through_untouched():
+def test_frames_in_sequence_pass_through_untouched() -> None:
     ids = DeliveryIds()
     frames = transfer(0, 5, b"a") + transfer(0, 6, b"b", settled=True) + transfer(1, 0, b"c")
     assert ids.incoming(frames) is frames

@@ -179,6 +179,30 @@ def test_available_now_is_not_ended_by_a_receiver_that_took_its_whole_wait_to_op
     assert available_now(driver) == [[1, 2, 3, 4, 5]]
 
 
+def test_available_now_is_not_ended_by_a_link_that_did_not_open_in_time(
+    driver: SourceDriver,
+    send: Callable[[range], None],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    send(range(1, 6))
+    receiver = driver.receiver()
+    create_handler: Callable[..., None] = receiver._create_handler
+
+    def unanswered_attach(*args: Any, **kwargs: Any) -> None:
+        """This receiver's links never report ready, as when the broker answers an attach later than the
+        receive waits on a loaded host: the SDK gives up on each with OperationTimeoutError."""
+        create_handler(*args, **kwargs)
+        receiver._handler.client_ready = lambda: False
+
+    monkeypatch.setattr(receiver, "_create_handler", unanswered_attach)
+
+    batches = available_now(driver)
+
+    assert any("OperationTimeoutError" in r.getMessage() for r in caplog.records), "the link did not time out"
+    assert [n for batch in batches for n in batch] == [1, 2, 3, 4, 5], "the run ended before the source did"
+
+
 def test_messages_arriving_between_receive_calls_stay_locked_for_the_next_batch(
     driver: SourceDriver, send: Callable[[range], None], emulator_connection_string: str
 ) -> None:

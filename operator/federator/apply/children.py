@@ -16,6 +16,7 @@ from typing import Any
 
 from federator.kube.client import FIELD_MANAGER, ApiError, KubeClient
 from federator.kube.resources import ResourceRef
+from federator.kube.verdicts import VERDICTS
 
 FORMER_MANAGERS = frozenset({"federator-operator"})
 """Names Federator's own writes were recorded under before it applied (the API server names a manager
@@ -65,7 +66,8 @@ async def ensure(
     """Apply `desired` unless `stored` (the object as the caller read it; None when it does not exist)
     already holds it. Returns the object as stored now, so that callers observe it without another read.
     Raises ApplyConflict when another manager holds a field `desired` sets."""
-    if stored is not None and not drifted(desired, stored):
+    # Judged once per version of the child and plan: an idle pass walks no managedFields (kube/verdicts.py).
+    if stored is not None and not VERDICTS.judged(drifted, desired, stored):
         return Outcome.UNCHANGED, stored
     meta = desired["metadata"]
     path = ref.path(meta["namespace"], meta["name"])

@@ -7,7 +7,8 @@ operator's label, then WATCH from the list's resourceVersion with kubernetes_asy
 never with a second LIST; `410 Gone` (the server no longer has that version) lists again. While a watch
 is down the copy may be behind: what the operator writes goes into it at once (`remember`), and an apply
 made from a stale copy is a re-apply that changes nothing (apply/children.py). Where the LIST is refused
-(RBAC), reads go to the API as before."""
+(RBAC), reads go to the API as before. A child that is gone is forgotten by the drift verdicts too
+(kube/verdicts.py), so they stay as many as the children."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 
 from federator.kube.client import ApiError, KubeClient
 from federator.kube.resources import ResourceRef
+from federator.kube.verdicts import VERDICTS
 
 log = logging.getLogger("federator.kube.children")
 WATCH_SECONDS = 300
@@ -71,7 +73,10 @@ class Watched:
 
     def remember(self, stored: dict[str, Any]) -> None:
         name = stored["metadata"]["name"]
-        if _newer(stored, self._objects.get(name)):
+        known = self._objects.get(name)
+        if _newer(stored, known):
+            if known is not None and _uid(known) != _uid(stored):  # deleted and made again
+                VERDICTS.forget(_uid(known))
             self._objects[name] = stored
 
     def __len__(self) -> int:
@@ -88,7 +93,11 @@ class Watched:
         listing = await self._client.get(f"{self._path}?{query}")
         if listing is None:
             raise ApiError(404, f"{self._path} is not served")
-        self._objects = {o["metadata"]["name"]: o for o in listing.get("items") or []}
+        listed = {o["metadata"]["name"]: o for o in listing.get("items") or []}
+        alive = {_uid(o) for o in listed.values()}
+        for gone in (o for o in self._objects.values() if _uid(o) not in alive):  # deleted while unwatched
+            VERDICTS.forget(_uid(gone))
+        self._objects = listed
         self._version = str((listing.get("metadata") or {}).get("resourceVersion", ""))
 
     async def _watch(self) -> None:
@@ -127,6 +136,7 @@ class Watched:
             known = self._objects.get(obj["metadata"]["name"])
             if known is not None and _newer(obj, known):  # not an object the operator wrote since
                 del self._objects[obj["metadata"]["name"]]
+                VERDICTS.forget(_uid(known))
         elif kind in ("ADDED", "MODIFIED"):
             self.remember(obj)
         if version:
@@ -192,6 +202,10 @@ class Children:
             return None
         self._watches[(ref, namespace)] = watched
         return watched
+
+
+def _uid(child: dict[str, Any]) -> str:
+    return str(child["metadata"].get("uid", ""))
 
 
 def _newer(candidate: dict[str, Any], known: dict[str, Any] | None) -> bool:

@@ -240,6 +240,23 @@ class SourceDriver:
 
     def _next_batch(self, start: int, wanted: int) -> int:
         self._stop_receiving_ahead()
+        while True:
+            end = self._batch_after(start, wanted)
+            # Spark ends an availableNow run at the first call without a batch: until the run has reached
+            # what was there when it started, no batch (the namespace unavailable, a link that did not open
+            # in time, a receive of redeliveries only) means ask the source again, not the end.
+            if end > start or not self._catching_up():
+                return end
+
+    def _catching_up(self) -> bool:
+        """An availableNow run that has not reached the present, in a run that still owns the source (the
+        settler, which notices a newer run, leaves the lock to Spark meanwhile)."""
+        if self.available_now_since is None or self.reached_present or self.handed_over:
+            return False
+        return self.spool.owner() == _RUN_ID
+
+    def _batch_after(self, start: int, wanted: int) -> int:
+        """The batch after ``start``: the spool position it ends at, ``start`` when there is none now."""
         with self.lock:
             committed = self.settle()
             if committed < start:
