@@ -66,7 +66,12 @@ class OperatorSettings:
     """Namespaces whose FailoverGroups and ReplicationTask probes may sign in with the operator's own
     Azure identity (a `workloadIdentity` connection): comma-separated names or globs, `*` for all. None
     by default: elsewhere a connection brings its own credential (`secretRef`); the chart's
-    `credentials.operatorIdentityNamespaces`."""
+    `credentials.operatorIdentityNamespaces`. The same list holds for Azure Resource Manager work (a
+    mirror's members, a group's DNS zone) whose credential is `workloadIdentity` (provision/scope.py)."""
+    operator_identity_subscriptions: str = ""
+    """Azure subscription IDs on which that Azure Resource Manager work may use the operator's identity:
+    comma-separated. Empty: any subscription, in the namespaces listed above (which alone decide whether
+    the identity is lent at all); the chart's `credentials.operatorIdentitySubscriptions`."""
 
     def __post_init__(self) -> None:
         for name in ("spark_run_as_user", "spark_run_as_group"):

@@ -14,12 +14,14 @@ from azure.mgmt.dns.models import CnameRecord, SrvRecord
 from azure.mgmt.dns.models import RecordSet as AzureRecordSet
 
 from federator.failover.publishing import RecordSet
-from federator.provision.credentials import build_credential, credential_source
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import classify
+from federator.provision.login import arm_login
 from federator.provision.secrets import SecretSource
 from federator.provision.transport import CountingTransport
 from federator_contract.api.failovergroup import DnsZone
+
+DNS_CREDENTIAL_FIELD = "spec.publishing.dns.zone.credential"
 
 
 class DnsPublisher:
@@ -75,8 +77,9 @@ class DnsPublisher:
     async def _client(
         self, kube: SecretSource, namespace: str, zone: DnsZone
     ) -> tuple[AsyncTokenCredential, DnsManagementClient]:
-        source = await credential_source(kube, namespace, zone.credential)
-        credential = build_credential(source, self._env.credential_factory)
+        credential = await arm_login(
+            kube, namespace, zone.credential, zone.subscription_id, self._env, DNS_CREDENTIAL_FIELD
+        )
         return credential, DnsManagementClient(
             credential,
             zone.subscription_id,

@@ -1,5 +1,6 @@
 """Azure Resource Manager credentials from an `ArmCredential` spec: a service principal read from a Secret,
-or the pod's workload identity. For any controller that talks to ARM (Service Bus, DNS).
+the pod's workload identity, or a ServiceAccount of the resource's own namespace (its federated token from
+the TokenRequest API: provision/serviceaccount.py). For any controller that talks to ARM (Service Bus, DNS).
 
 The factory that turns a `CredentialSource` into a token credential is injectable: production uses
 `azure_identity`; tests and the emulator (which accepts any bearer token) pass their own.
@@ -12,7 +13,7 @@ The factory that turns a `CredentialSource` into a token credential is injectabl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from azure.core.credentials_async import AsyncTokenCredential
 
@@ -41,23 +42,51 @@ class WorkloadIdentityLogin:
     client_id: str | None = None
 
 
-CredentialSource = ServicePrincipal | WorkloadIdentityLogin
+@dataclass(frozen=True)
+class ServiceAccountLogin:
+    """A ServiceAccount's federated token (from the TokenRequest API), presented as a client assertion for
+    the Microsoft Entra identity the account is annotated with (the token never shows in `repr`)."""
+
+    namespace: str
+    name: str
+    tenant_id: str
+    client_id: str
+    assertion: str = field(repr=False)
+
+
+CredentialSource = ServicePrincipal | WorkloadIdentityLogin | ServiceAccountLogin
 
 
 class CredentialFactory(Protocol):
     def __call__(self, source: CredentialSource) -> AsyncTokenCredential: ...
 
 
-def azure_identity(source: CredentialSource) -> AsyncTokenCredential:
-    """The production factory: azure-identity's ClientSecretCredential or WorkloadIdentityCredential (the
-    authority host follows `AZURE_AUTHORITY_HOST`, for sovereign clouds)."""
-    from azure.identity.aio import ClientSecretCredential, WorkloadIdentityCredential
+def azure_identity_factory(**options: Any) -> CredentialFactory:
+    """A factory of azure-identity's ClientSecretCredential, ClientAssertionCredential or
+    WorkloadIdentityCredential (the authority host follows `AZURE_AUTHORITY_HOST`, for sovereign clouds);
+    `options` go to each (e.g. `connection_verify`, the CA bundle an authority in a private cloud needs)."""
 
-    if isinstance(source, ServicePrincipal):
-        return ClientSecretCredential(source.tenant_id, source.client_id, source.client_secret)
-    if source.client_id is None:
-        return WorkloadIdentityCredential()
-    return WorkloadIdentityCredential(client_id=source.client_id)
+    def factory(source: CredentialSource) -> AsyncTokenCredential:
+        from azure.identity.aio import (
+            ClientAssertionCredential,
+            ClientSecretCredential,
+            WorkloadIdentityCredential,
+        )
+
+        if isinstance(source, ServicePrincipal):
+            return ClientSecretCredential(source.tenant_id, source.client_id, source.client_secret, **options)
+        if isinstance(source, ServiceAccountLogin):
+            assertion = source.assertion
+            return ClientAssertionCredential(source.tenant_id, source.client_id, lambda: assertion, **options)
+        if source.client_id is None:
+            return WorkloadIdentityCredential(**options)
+        return WorkloadIdentityCredential(client_id=source.client_id, **options)
+
+    return factory
+
+
+azure_identity = azure_identity_factory()
+"""The production factory, with the system's CAs."""
 
 
 async def credential_source(kube: SecretSource, namespace: str, spec: ArmCredential) -> CredentialSource:
@@ -76,7 +105,9 @@ def build_credential(source: CredentialSource, factory: CredentialFactory) -> As
     try:
         return factory(source)
     except ValueError as err:
-        what = "service principal" if isinstance(source, ServicePrincipal) else "workload identity"
+        what = {ServicePrincipal: "service principal", ServiceAccountLogin: "ServiceAccount's identity"}.get(
+            type(source), "workload identity"
+        )
         raise ManagementError(
             reasons.MANAGEMENT_AUTH_FAILED, f"cannot use the {what}: {_without_secret(str(err), source)}"
         ) from None
@@ -85,4 +116,6 @@ def build_credential(source: CredentialSource, factory: CredentialFactory) -> As
 def _without_secret(text: str, source: CredentialSource) -> str:
     if isinstance(source, ServicePrincipal) and source.client_secret:
         return text.replace(source.client_secret, "***")
+    if isinstance(source, ServiceAccountLogin) and source.assertion:
+        return text.replace(source.assertion, "***")
     return text

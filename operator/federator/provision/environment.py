@@ -1,5 +1,6 @@
-"""Where and how the operator reaches Azure management: endpoints, TLS trust, the credential factory, and
-pacing. One object, built once per operator, so tests and local mode can point it at the emulator."""
+"""Where and how the operator reaches Azure management: endpoints, TLS trust, the credential factory,
+pacing, and where it may sign in as itself. One object, built once per operator (`for_operator`, from the
+installer's settings), so tests and local mode can point it at the emulator."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from federator.provision.credentials import CredentialFactory, azure_identity
+from federator.provision.scope import ArmScope
+from federator.settings import OperatorSettings
 
 PUBLIC_CLOUD_ARM = "https://management.azure.com"
 
@@ -28,6 +31,21 @@ class ManagementEnvironment:
     drift_interval_seconds: float = 300
     """How often provisioned members are re-read for drift. Every read is an ARM request per entity, and
     ARM allows about 12,000 reads an hour per subscription: 5 minutes keeps many mirrors far below."""
+    scope: ArmScope = field(default_factory=ArmScope.unscoped)
+    """Where an `ArmCredential.workloadIdentity` (the operator's own identity) may be used. Unscoped by
+    default, for local mode and the emulator's tests; the operator's environment (`for_operator`) carries
+    the installer's scope."""
+
+    @classmethod
+    def for_operator(cls, settings: OperatorSettings) -> ManagementEnvironment:
+        """The operator's environment in a cluster: the installer's ARM endpoint, CA bundle, drift interval
+        and credential scope."""
+        return cls(
+            arm_endpoint=settings.arm_endpoint,
+            connection_verify=settings.ca_bundle or True,
+            drift_interval_seconds=settings.drift_interval_seconds,
+            scope=ArmScope.from_settings(settings),
+        )
 
     @property
     def arm_scope(self) -> str:

@@ -13,11 +13,11 @@ from azure.core.exceptions import ResourceNotFoundError
 from federator import reasons
 from federator.planning.mirror import RulePlan
 from federator.provision.arm import ArmManagement
-from federator.provision.credentials import build_credential, credential_source
 from federator.provision.dataplane import DataPlaneManagement
 from federator.provision.diff import Diff, diff, targets
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import ManagementError, classify, summary
+from federator.provision.login import arm_login
 from federator.provision.model import (
     Desired,
     Observed,
@@ -123,9 +123,10 @@ async def open_management(
     """The member's management API, with its credential read from the cluster."""
     management, connection = member.management, member.connection
     if management is not None and management.arm is not None:
-        source = await credential_source(kube, namespace, management.arm.credential)
-        credential = build_credential(source, env.credential_factory)
-        return ArmManagement.open(credential, management.arm, env)
+        arm = management.arm
+        where = f"member {member.name}: management.arm.credential"
+        credential = await arm_login(kube, namespace, arm.credential, arm.subscription_id, env, where)
+        return ArmManagement.open(credential, arm, env)
     if connection.emulator is not None:
         connection_string = env.emulator_management.get(connection.emulator.namespace)
         if connection_string is None:
