@@ -117,6 +117,8 @@ COPY --from=spark-jvm /jars/federator-hadoop.jar /opt/venv/lib/python3.11/site-p
 COPY images/spark/entrypoint.sh images/spark/decom.sh /opt/
 # The launchers run local:///opt/federator/replicate.py (docs/launchers.md); the package is in the venv.
 COPY spark-apps/replicate.py /opt/federator/replicate.py
+# A ReplicationApplication's shared driver (docs/sharing.md).
+COPY spark-apps/host.py /opt/federator/host.py
 WORKDIR /opt/federator
 USER 185:185
 EXPOSE 9464

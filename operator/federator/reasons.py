@@ -8,7 +8,7 @@ error was raised."""
 
 from __future__ import annotations
 
-from federator_contract import appstatus
+from federator_contract import appstatus, driverstatus
 
 # Ready=True
 RUNNING = "Running"
@@ -18,6 +18,8 @@ SPARK_APPLICATION_PENDING = "SparkApplicationPending"
 SPARK_APPLICATION_RESTARTING = "SparkApplicationRestarting"
 SPARK_APPLICATION_STOPPED = "SparkApplicationStopped"
 SPARK_APPLICATION_STATE_UNKNOWN = "SparkApplicationStateUnknown"
+# Local mode: a followed group switched; the task's query starts again on the new member, in its running host.
+FOLLOWED_MEMBER_SWITCHING = "FollowedMemberSwitching"
 # Local mode: the app retries an endpoint it cannot reach (in a cluster: federator_endpoint_unavailable).
 SOURCE_UNAVAILABLE = appstatus.SOURCE_UNAVAILABLE
 TARGET_UNAVAILABLE = appstatus.TARGET_UNAVAILABLE
@@ -31,6 +33,7 @@ SECRET_KEY_NOT_FOUND = "SecretKeyNotFound"
 LAUNCHER_NOT_INSTALLED = "LauncherNotInstalled"
 SPARK_APPLICATION_FAILED = "SparkApplicationFailed"
 CONFIG_MAP_NOT_FOUND = "ConfigMapNotFound"  # a ConfigMap (or its key) an editor reads
+CONFIG_MAP_NOT_OWNED = "ConfigMapNotOwned"  # a FailoverGroup's configMapName names one it did not create
 # Workload identity: the pods' service account is missing, or not annotated with the connections' identity.
 SERVICE_ACCOUNT_NOT_FOUND = "ServiceAccountNotFound"
 WORKLOAD_IDENTITY_CLIENT_ID_MISSING = "WorkloadIdentityClientIdMissing"
@@ -88,6 +91,16 @@ ON_SECONDARY = "OnSecondary"
 # ReplicationTask following a FailoverGroup.
 FAILOVER_GROUP_PENDING = "FailoverGroupPending"  # Reconciling: the group has not chosen its members yet
 FAILOVER_GROUP_NOT_FOUND = "FailoverGroupNotFound"  # Stalled
+# ReplicationTask in a shared application: the ReplicationApplication its applicationRef names is missing.
+APPLICATION_NOT_FOUND = "ApplicationNotFound"  # Stalled
+# ReplicationApplication, while its Spark application runs: members not Ready yet (Reconciling), or a
+# member that needs a human (Stalled, naming it). Otherwise its Spark application's reasons, as a task's.
+MEMBERS_PENDING = "MembersPending"
+MEMBER_STALLED = "MemberStalled"
+# ReplicationTask in a shared application whose Spark application runs: the driver has not started its query
+# yet, or its query failed and starts again after a backoff (Reconciling; the others run on).
+QUERY_STARTING = "QueryStarting"
+QUERY_FAILED = driverstatus.QUERY_FAILED
 # ReplicationTask domain condition SourceReachable (informative: Ready does not depend on it).
 SOURCE_REACHABLE = "Reachable"
 SOURCE_UNREACHABLE = "Unreachable"
@@ -106,8 +119,10 @@ DRIFT_CORRECTED = "DriftCorrected"  # a child edited or deleted by hand was put 
 SPEC_WARNING = "SpecWarning"  # a slip in the spec (`federator validate` prints the same), every kind
 DELETED = "Deleted"  # what deleting the resource deleted
 SPARK_APPLICATION_CREATED = "SparkApplicationCreated"
+SPARK_APPLICATION_UPDATED = "SparkApplicationUpdated"  # ReplicationApplication: re-planned pods, a restart
 FOLLOWED_MEMBER_SWITCHED = "FollowedMemberSwitched"  # a followed FailoverGroup switched: re-planned
 TASK_CREATED = "TaskCreated"  # ServiceBusMirror: a pair's task; `Provisioned`: a member's entities
+APPLICATION_CREATED = "ApplicationCreated"  # ServiceBusMirror: the ReplicationApplication its tasks share
 TASK_DELETED = "TaskDeleted"
 CLEANUP_INCOMPLETE = "CleanupIncomplete"  # Warning: a deleted mirror left entities to remove by hand
 # FailoverGroup (and `FailedOver`, `FailingBack`).
@@ -119,6 +134,7 @@ DRAIN_TIMEOUT = "DrainTimeout"
 PLANNED_SWITCH_WAITING = "PlannedSwitchWaiting"
 PLANNED_SWITCH_TIMED_OUT = "PlannedSwitchTimedOut"
 SWITCH_LOSS = "SwitchLoss"
+SWITCH_MEASURED = "SwitchMeasured"  # how long each phase of a switch took
 MEMBER_UNHEALTHY = "MemberUnhealthy"
 MEMBER_RECOVERED = "MemberRecovered"
 NO_HEALTHY_MEMBER = "NoHealthyMember"
@@ -132,6 +148,7 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
     "Reconciling": (
         SPARK_APPLICATION_PENDING,
         SPARK_APPLICATION_RESTARTING,
+        FOLLOWED_MEMBER_SWITCHING,
         SPARK_APPLICATION_STOPPED,
         SPARK_APPLICATION_STATE_UNKNOWN,
         SOURCE_UNAVAILABLE,
@@ -141,6 +158,9 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         FAILING_BACK,
         ACTIVE_MEMBER_UNHEALTHY,
         FAILOVER_GROUP_PENDING,
+        MEMBERS_PENDING,
+        QUERY_STARTING,
+        QUERY_FAILED,
     ),
     "Stalled": (
         INVALID_SPEC,
@@ -157,6 +177,7 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         CONNECTION_STRING_INVALID,
         PAIR_FAILED,
         CONFIG_MAP_NOT_FOUND,
+        CONFIG_MAP_NOT_OWNED,
         SERVICE_ACCOUNT_NOT_FOUND,
         WORKLOAD_IDENTITY_CLIENT_ID_MISSING,
         WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH,
@@ -175,6 +196,8 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         EMULATOR_ENTITY_CONFLICT,
         EMULATOR_FAILED,
         FAILOVER_GROUP_NOT_FOUND,
+        APPLICATION_NOT_FOUND,
+        MEMBER_STALLED,
     ),
 }
 
@@ -199,9 +222,11 @@ EVENTS: tuple[str, ...] = (
     SPEC_WARNING,
     DELETED,
     SPARK_APPLICATION_CREATED,
+    SPARK_APPLICATION_UPDATED,
     FOLLOWED_MEMBER_SWITCHED,
     PROVISIONED,
     TASK_CREATED,
+    APPLICATION_CREATED,
     TASK_DELETED,
     CLEANUP_INCOMPLETE,
     ACTIVATED,
@@ -213,6 +238,7 @@ EVENTS: tuple[str, ...] = (
     PLANNED_SWITCH_WAITING,
     PLANNED_SWITCH_TIMED_OUT,
     SWITCH_LOSS,
+    SWITCH_MEASURED,
     MEMBER_UNHEALTHY,
     MEMBER_RECOVERED,
     NO_HEALTHY_MEMBER,

@@ -1,20 +1,22 @@
 """What one application's driver should run, decided from the task configs it is given: the desired
-state is the configs found in its task directories (mounted ConfigMaps in a cluster, files in local
-mode) and its fixed config files, read again on every pass; the actual state is its members, one
-streaming query per task keyed by ``namespace/name``. :func:`decide` turns the two into actions and
-does no I/O, so every rule is tested without a JVM; ``federator_spark.host`` carries them out.
+state is what its :class:`Reader` finds on every pass (in local mode its fixed config files and the files
+in its task directories; in a cluster the task ConfigMaps it watches through the API server,
+``federator_spark.config_watch``); the actual state is its members, one streaming query per task keyed
+by ``namespace/name``. :func:`decide` turns the two into actions and does no I/O, so every rule is tested
+without a JVM; ``federator_spark.host`` carries them out.
 
-Kubernetes updates a mounted ConfigMap by writing a new hidden directory and swapping the ``..data``
-symlink the visible names point through, so files are read through their symlinks and dot-entries
-are never configs.
+A directory may be a mounted ConfigMap: Kubernetes updates one by writing a new hidden directory and
+swapping the ``..data`` symlink the visible names point through, so files are read through their
+symlinks and dot-entries are never configs.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.config import load_task_config
@@ -128,26 +130,62 @@ def config_files(directory: Path) -> list[Path]:
     return [Path(entry.path) for entry in entries if not entry.name.startswith(".") and entry.is_file()]
 
 
-Fingerprint = tuple[str, int, int, int]
+class Reader(Protocol):
+    """Where a driver's task configs come from (files, or ConfigMaps through the API server): every call
+    answers the configs as they are now, one :class:`Found` per source."""
+
+    def read(self) -> list[Found]: ...
+
+
+class Parsed:
+    """The configs of a reader's sources, each parsed again only when its fingerprint changed (what it
+    points to, for a file; its text, for a ConfigMap), and the task each source last held, so that a
+    broken edit is reported against that task. What it keeps is bounded by the sources that exist."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[Hashable, Found]] = {}
+        self._keys: dict[str, str] = {}
+
+    def found(self, source: str, fingerprint: Hashable, load: Callable[[], TaskConfig]) -> Found:
+        """``load`` parses the source (raising TaskConfigError, OSError or UnicodeDecodeError)."""
+        cached = self._cache.get(source)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
+        try:
+            config = load()
+        except (TaskConfigError, OSError, UnicodeDecodeError) as error:
+            found = self.broken(source, str(error))
+        else:
+            self._keys[source] = task_key(config)
+            found = Found(source, config=config)
+        self._cache[source] = (fingerprint, found)
+        return found
+
+    def broken(self, source: str, error: str) -> Found:
+        return Found(source, error=error, key=self._keys.get(source))
+
+    def keep(self, found: Sequence[Found]) -> list[Found]:
+        """Forget the sources not among ``found`` (a source gone holds no task); returns ``found``."""
+        present = {item.source for item in found}
+        for gone in set(self._cache) - present:
+            del self._cache[gone]
+        for gone in set(self._keys) - present:
+            del self._keys[gone]
+        return list(found)
 
 
 class ConfigReader:
-    """Reads the configs each pass, parsing a file again only when what it points to changed (its
+    """Reads the config files each pass, parsing a file again only when what it points to changed (its
     resolved path, inode, size or modification time): cheap enough to run every second."""
 
     def __init__(self, directories: Iterable[Path] = (), files: Iterable[Path] = ()) -> None:
         self.directories = list(directories)
         self.files = list(files)
-        self._cache: dict[str, tuple[Fingerprint, Found]] = {}
-        self._keys: dict[str, str] = {}
+        self._parsed = Parsed()
 
     def read(self) -> list[Found]:
         paths = [path for directory in self.directories for path in config_files(directory)] + self.files
-        found = [self._read(path) for path in paths]
-        for gone in set(self._cache) - {item.source for item in found}:
-            del self._cache[gone]
-            self._keys.pop(gone, None)  # a file gone holds no task: nothing kept for it
-        return found
+        return self._parsed.keep([self._read(path) for path in paths])
 
     def _read(self, path: Path) -> Found:
         source = str(path)
@@ -155,18 +193,5 @@ class ConfigReader:
             stat = path.stat()
             fingerprint = (os.path.realpath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
         except OSError as error:
-            return Found(source, error=f"cannot read it: {error}", key=self._keys.get(source))
-        cached = self._cache.get(source)
-        if cached is not None and cached[0] == fingerprint:
-            return cached[1]
-        found = self._parse(source)
-        self._cache[source] = (fingerprint, found)
-        return found
-
-    def _parse(self, source: str) -> Found:
-        try:
-            config = load_task_config(source)
-        except (TaskConfigError, OSError, UnicodeDecodeError) as error:
-            return Found(source, error=str(error), key=self._keys.get(source))
-        self._keys[source] = task_key(config)
-        return Found(source, config=config)
+            return self._parsed.broken(source, f"cannot read it: {error}")
+        return self._parsed.found(source, fingerprint, lambda: load_task_config(source))

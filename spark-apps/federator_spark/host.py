@@ -1,15 +1,21 @@
-"""One Spark application for several tasks (local mode runs a mirror's generated tasks this way): one
-SparkSession, one streaming query per task, each started by the replication app's own `pipeline.start`.
-A JVM costs about a core's worth of background work on a small machine even when idle; tasks that share
-their settings share one application (docs/local-mode.md has the figures).
+"""One Spark application for several tasks (a shared ReplicationApplication in a cluster; local mode runs
+a mirror's generated tasks this way): one SparkSession, one streaming query per task, each started by the
+replication app's own `pipeline.start`. A JVM costs about a core's worth of background work on a small
+machine even when idle; tasks that share their settings share one application (docs/local-mode.md has
+the figures).
 
     python -m federator_spark.host --master local[2] --task-config a.json --task-dir /etc/federator/tasks
+    python -m federator_spark.host --task-configmaps federator.io/application=orders --metrics-port 9464
 
 The driver reconciles its queries with the configs it is given, every second (``federator_spark.fleet``
-decides, this module acts): a config that appears in a ``--task-dir`` starts its task, one that changes
-restarts only that task's query, one that goes stops only that query; the JVM goes on. A query that
-fails logs `task <ns>/<name> failed: <error>` and starts again after a backoff of its own (2 s doubling
-up to 5 min); the others keep running. SIGTERM stops every query, then Spark.
+decides, this module acts): a config that appears (a file in a ``--task-dir``, a ConfigMap matching
+``--task-configmaps``, watched through the API server) starts its task, one that changes restarts only
+that task's query, one that goes stops only that query; the JVM goes on. A query that fails logs
+`task <ns>/<name> failed: <error>` and starts again after a backoff of its own (2 s doubling up to 5 min);
+the others keep running. Each query's jobs run in a scheduler pool of its own (named after the task) when
+the application schedules FAIR, its default, so that a task catching up a backlog does not hold the
+others' batches back. One status endpoint per metrics port (``federator_spark.status_server``) serves the
+tasks of that port and lists the task configs the driver cannot run. SIGTERM stops every query, then Spark.
 """
 
 from __future__ import annotations
@@ -25,52 +31,102 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+from federator_contract import driverstatus as ds
 from federator_contract.applog import failed_marker
 from federator_contract.taskconfig import TaskConfig
-from federator_spark import fleet, logs, metrics, pipeline, spark_settings
-from federator_spark.fleet import ConfigReader, Member, Report, Start, Stop
+from federator_spark import fleet, logs, pipeline, spark_settings
+from federator_spark.fleet import ConfigReader, Member, Reader, Report, Start, Stop
+from federator_spark.kube_client import ApiAccess, NotInCluster
 from federator_spark.pipeline import TaskPlan
+from federator_spark.status_server import ApplicationServer, InvalidConfig, TaskEntry
 
 logger = logging.getLogger("federator.host")
 START_WAIT_SECONDS = 60.0
 PASS_SECONDS = 1.0
+SCHEDULER_MODE = "spark.scheduler.mode"
+POOL_PROPERTY = "spark.scheduler.pool"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="federator_spark.host", description=__doc__.splitlines()[0])
-    parser.add_argument("--task-config", action="append", default=[], help="a task config file (fixed)")
-    parser.add_argument(
-        "--task-dir", action="append", default=[], help="a directory of task configs (watched)"
-    )
-    parser.add_argument("--master", default="local[2]", help="Spark master")
-    args = parser.parse_args(argv)
-    if not args.task_config and not args.task_dir:
-        parser.error("give at least one --task-config or --task-dir")
+    args = _arguments(argv)
     logging.basicConfig(level=logging.INFO, format=logs.FORMAT)
-
-    reader = ConfigReader([Path(d) for d in args.task_dir], [Path(f) for f in args.task_config])
-    builder = SparkSession.builder.appName("federator-local").master(args.master)
-    builder = builder.config("spark.ui.enabled", "false")
+    try:
+        reader, closing = _reader(args)
+    except NotInCluster as error:
+        print(f"federator_spark.host: {error}", file=sys.stderr)
+        return 2
+    builder = SparkSession.builder.appName("federator-shared")
+    if args.master:  # else spark-submit's (a cluster's application)
+        builder = builder.master(args.master).config("spark.ui.enabled", "false")
+    builder = builder.config(SCHEDULER_MODE, scheduler_mode(SparkConf()))
     spark = spark_settings.configured(builder).getOrCreate()
-    host = Host(spark, reader)
+    host = Host(spark, reader, metrics_port=args.metrics_port)
     signal.signal(signal.SIGTERM, host.stop)
     try:
         host.run()
     finally:
         host.close()
+        if closing is not None:
+            closing()
         spark.stop()
     return 0
 
 
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="federator_spark.host", description=__doc__.splitlines()[0])
+    parser.add_argument("--task-config", action="append", default=[], help="a task config file (fixed)")
+    parser.add_argument(
+        "--task-dir", action="append", default=[], help="a directory of task configs (watched)"
+    )
+    parser.add_argument(
+        "--task-configmaps",
+        metavar="SELECTOR",
+        help="a label selector: the task ConfigMaps (key task.json) to run, watched through the API server",
+    )
+    parser.add_argument("--namespace", help="the ConfigMaps' namespace (default: the pod's)")
+    parser.add_argument("--metrics-port", type=int, help="serve every task's metrics and status here")
+    parser.add_argument("--master", help="Spark master for local runs (spark-submit sets it otherwise)")
+    args = parser.parse_args(argv)
+    if args.task_configmaps and (args.task_config or args.task_dir):
+        parser.error(
+            "--task-configmaps reads the task configs from the API server: no --task-config/--task-dir"
+        )
+    if not (args.task_config or args.task_dir or args.task_configmaps):
+        parser.error("give at least one --task-config or --task-dir, or --task-configmaps")
+    if args.namespace and not args.task_configmaps:
+        parser.error("--namespace is the namespace of --task-configmaps")
+    return args
+
+
+def _reader(args: argparse.Namespace) -> tuple[Reader, Any]:
+    """The reader the arguments name, and what stops it (None: nothing to stop)."""
+    if not args.task_configmaps:
+        return ConfigReader([Path(d) for d in args.task_dir], [Path(f) for f in args.task_config]), None
+    from federator_spark.config_watch import ConfigMapReader, ConfigMapWatch
+
+    access = ApiAccess.in_cluster()
+    watch = ConfigMapWatch(access, args.namespace or access.namespace, args.task_configmaps)
+    watch.start()
+    return ConfigMapReader(watch), watch.stop
+
+
+def scheduler_mode(conf: SparkConf) -> str:
+    """FAIR unless the application's settings say otherwise (``spark.scheduler.mode``: FIFO)."""
+    return (conf.get(SCHEDULER_MODE) or "FAIR").upper()
+
+
 @dataclass
 class Task:
-    """A member's moving parts: its query (None while it waits to start again) and metrics endpoint."""
+    """A member's moving parts: its query (None while it waits to start again), its status file once
+    planned, and its last error (None once it runs again)."""
 
     config: TaskConfig
     query: Any = None
-    server: Any = None
+    status_file: str | None = None
+    error: str | None = None
     failures: int = 0
     retry_at: float = 0.0
 
@@ -85,16 +141,25 @@ class Host:
     def __init__(
         self,
         spark: SparkSession,
-        reader: ConfigReader | None = None,
+        reader: Reader | None = None,
         *,
         backoff_seconds: float = fleet.BACKOFF_SECONDS,
         backoff_cap_seconds: float = fleet.BACKOFF_CAP_SECONDS,
+        metrics_port: int | None = None,
+        pools: bool | None = None,
     ) -> None:
+        """``metrics_port``: an endpoint for every task, from the start (else one per task config's
+        port); ``pools``: a scheduler pool per query (default: when the session schedules FAIR)."""
         self.spark = spark
-        self.reader = reader or ConfigReader()
+        self.reader: Reader = reader or ConfigReader()
         self.backoff = (backoff_seconds, backoff_cap_seconds)
         self.tasks: dict[str, Task] = {}
         self.reported: dict[str, str] = {}
+        self.invalid: list[InvalidConfig] = []
+        if pools is None:
+            pools = scheduler_mode(spark.sparkContext.getConf()) == "FAIR"
+        self.pools = pools
+        self.endpoints = Endpoints(metrics_port)
         self.failed = False
         self.stopping = threading.Event()
         self.stoppers: list[threading.Thread] = []
@@ -123,13 +188,14 @@ class Host:
                 self._remove(action.key, action.why)
             elif isinstance(action, Start):
                 self._start(action.key, action.config)
+        self._publish(self.tasks)
 
-    def plan(self, config: TaskConfig) -> TaskPlan | None:
+    def plan(self, task: Task) -> TaskPlan | None:
         """The task's plan, or None for a task the app cannot run (reported)."""
         try:
-            return pipeline.plan_task(config)
+            return pipeline.plan_task(task.config)
         except Exception as err:  # a task the app cannot run must not keep the others from running
-            self._fail(config.namespace, config.name, err)
+            self._fail(task, err)
             return None
 
     def stop(self, signum: int, _frame: FrameType | None) -> None:
@@ -148,8 +214,7 @@ class Host:
                 self._stop_later(task.query)
         for thread in self.stoppers:
             thread.join()
-        for task in self.tasks.values():
-            end_metrics(task.server)
+        self.endpoints.close()
 
     def _observe(self) -> None:
         for key, task in self.tasks.items():
@@ -166,22 +231,34 @@ class Host:
         if self._initialising():
             return  # the next pass decides again; meanwhile the loop goes on observing and stopping
         task = self.tasks.setdefault(key, Task(config))
-        plan = self.plan(config)
+        plan = self.plan(task)
         if plan is None:
             self._retry_later(key, task, None)
             return
+        task.status_file = str(plan.layout.status_file)
         try:
-            if task.server is None and config.metrics_port:
-                status_file = str(plan.layout.status_file)
-                task.server = metrics.serve(config.metrics_port, status_file, config.namespace, config.name)
-            task.query = pipeline.start(self.spark, plan)
+            task.query = self._start_query(plan)
         except Exception as err:  # likewise
-            self._fail(config.namespace, config.name, err)
+            self._fail(task, err)
             self._retry_later(key, task, None)
             return
+        task.error = None
         if self.stopping.is_set():  # the signal came while it started
             self._stop_later(task.query)
         self.starting = (task.query, time.monotonic() + START_WAIT_SECONDS)
+
+    def _start_query(self, plan: TaskPlan) -> Any:
+        """Start the query in the task's own scheduler pool: Spark copies the calling thread's local
+        properties into the query's thread when ``start()`` creates it, and every job of the query
+        carries them; they are cleared again for whatever this thread does next."""
+        context = self.spark.sparkContext
+        if self.pools:
+            context.setLocalProperty(POOL_PROPERTY, plan.key)
+        try:
+            return pipeline.start(self.spark, plan)
+        finally:
+            if self.pools:
+                context.setLocalProperty(POOL_PROPERTY, None)  # type: ignore[arg-type]  # None unsets it
 
     def _initialising(self) -> bool:
         """Whether the query started last still initialises its source (for at most
@@ -199,22 +276,27 @@ class Host:
         task = self.tasks[key]
         if task.query is not None:
             task.query.stop()  # before a restart: one checkpoint, one query
-        end_metrics(task.server)
+        self._publish({k: t for k, t in self.tasks.items() if k != key})  # its endpoint goes first
         del self.tasks[key]
         logger.info("task %s stopped: %s", key, why)
 
     def _retry_later(self, key: str, task: Task, error: BaseException | None) -> None:
         """``error``: the query's, reported here (None: reported already)."""
         if error is not None:
-            self._fail(task.config.namespace, task.config.name, error)
+            self._fail(task, error)
         task.failures += 1
         delay = fleet.backoff(task.failures, *self.backoff)
         task.retry_at = time.monotonic() + delay
         logger.info("task %s: starting it again in %.0f s (failure %d in a row)", key, delay, task.failures)
 
     def _report(self, reports: list[Report]) -> None:
-        """Each broken config file once per distinct error, against its task when it held one."""
+        """Each broken config once per distinct error in the log, against its task when it held one;
+        all of them in the status listing while they are broken."""
         current = {report.source: report for report in reports}
+        self.invalid = [
+            InvalidConfig(r.source, ds.INVALID_TASK_CONFIG, f"{r.source}: {r.error}", r.key)
+            for r in current.values()
+        ]
         for source, report in current.items():
             if self.reported.get(source) == report.error:
                 continue
@@ -231,16 +313,67 @@ class Host:
         self.stoppers.append(thread)
         thread.start()
 
-    def _fail(self, namespace: str, name: str, err: BaseException) -> None:
-        logger.error("%s%s", failed_marker(namespace, name), summary(err))
+    def _fail(self, task: Task, err: BaseException) -> None:
+        task.error = summary(err)
+        logger.error("%s%s", failed_marker(task.config.namespace, task.config.name), task.error)
         self.failed = True
 
+    def _publish(self, tasks: dict[str, Task]) -> None:
+        """What the endpoints serve: ``tasks``, and the configs the driver cannot run."""
+        self.endpoints.publish(tasks, {key: entry(task) for key, task in tasks.items()}, self.invalid)
 
-def end_metrics(server: Any) -> None:
-    """Stop serving and free the port (a task started again, or another, may bind it)."""
-    if server is not None:
-        server.shutdown()
-        server.server_close()
+
+def entry(task: Task) -> TaskEntry:
+    """The task as the status listing shows it: running, waiting to start, or failed (with why)."""
+    config = task.config
+    if task.query is not None:
+        state, reason, message = ds.TASK_RUNNING, ds.TASK_RUNNING, None
+    elif task.error is not None:
+        state, reason, message = ds.TASK_FAILED, ds.QUERY_FAILED, task.error
+    else:
+        state, reason, message = ds.TASK_STARTING, ds.TASK_STARTING, None
+    return TaskEntry(config.namespace, config.name, state, reason, message, task.status_file)
+
+
+class Endpoints:
+    """The status endpoints: one per distinct metrics port among the tasks (local mode gives each task a
+    port of its own; in a cluster they all have the application's), serving the tasks of that port, plus
+    ``fixed`` serving every task from the start. An endpoint whose last task went is closed, freeing its
+    port; a port that cannot be bound is logged once and tried again each pass."""
+
+    def __init__(self, fixed: int | None = None) -> None:
+        self.fixed = fixed
+        self.servers: dict[int, ApplicationServer] = {}
+        self.refused: set[int] = set()
+
+    def publish(
+        self, tasks: dict[str, Task], entries: dict[str, TaskEntry], invalid: list[InvalidConfig]
+    ) -> None:
+        wanted = {task.config.metrics_port for task in tasks.values() if task.config.metrics_port}
+        if self.fixed is not None:
+            wanted.add(self.fixed)
+        for port in set(self.servers) - wanted:
+            self.servers.pop(port).close()
+        for port in sorted(wanted - set(self.servers)):
+            self._open(port)
+        for port, server in self.servers.items():
+            mine = {k: e for k, e in entries.items() if port in (self.fixed, tasks[k].config.metrics_port)}
+            server.publish(mine, invalid)
+
+    def _open(self, port: int) -> None:
+        try:
+            self.servers[port] = ApplicationServer(port)
+        except OSError as err:
+            if port not in self.refused:
+                logger.error("cannot serve metrics on port %d: %s", port, err)
+            self.refused.add(port)
+        else:
+            self.refused.discard(port)
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.close()
+        self.servers.clear()
 
 
 def activate(spark: SparkSession) -> None:

@@ -13,13 +13,19 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from federator_contract import appstatus
-from federator_contract.driverstatus import LAG_FILE, STATUS_PATH, TRANSLATION_FILE
+from federator_contract.driverstatus import (
+    FIRST_BATCH_ON_MEMBER,
+    LAG_FILE,
+    STATUS_PATH,
+    TASKS_PATH,
+    TRANSLATION_FILE,
+)
 from federator_contract.files import write_atomically
 from federator_spark.events import iso
 
@@ -95,7 +101,8 @@ def fold(
 ) -> dict[str, Any]:
     """Fold one batch's summary into the status file (replaced whole and durably) and return it.
     ``query`` names the query's state (a FailoverGroup member's, when the task follows one): the batch it
-    folded last is not folded again (a replay after a crash between its commit record and this fold)."""
+    folded last is not folded again (a replay after a crash between its commit record and this fold), and
+    the first batch folded for it is timed (when a following source began flowing on its member)."""
     status = read_status(path)
     folded = status.get("lastBatch") or {}
     if query is not None and folded == {"query": query, "batchId": batch_id}:
@@ -119,6 +126,8 @@ def fold(
     partitions: dict[str, dict[str, Any]] = status.get("partitions", {})
     for partition, position in summary.get("partitions", {}).items():
         _keep_later(partitions, partition, position)
+    if query is not None and folded.get("query") != query:  # the first batch on this member's state
+        status[FIRST_BATCH_ON_MEMBER] = iso_epoch(now)
     status.update(
         {
             "task": task,
@@ -156,109 +165,149 @@ def iso_epoch(epoch: float) -> str:
     return iso(datetime.fromtimestamp(epoch, UTC))
 
 
-class StatusCollector:
-    """Prometheus collector exposing the status file under the names the operator scrapes."""
+Member = tuple[str, str, str]
+"""A task a collector reports: its status file, namespace and name."""
 
-    def __init__(self, path: str, namespace: str, task: str) -> None:
-        self.path = path
-        self.labels = [namespace, task]
+
+class StatusCollector:
+    """Prometheus collector exposing status files under the names the operator scrapes: one series per
+    task (labels ``namespace`` and ``task``) of each family, for the tasks ``members`` answers at the
+    scrape (one for a single-task driver, every task a shared driver serves on that port)."""
+
+    def __init__(self, members: Callable[[], Iterable[Member]]) -> None:
+        self.members = members
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        from prometheus_client.core import GaugeMetricFamily
 
-        status = appstatus.read_status(self.path)
-        latency = GaugeMetricFamily(
-            "federator_replication_latency_seconds",
-            "Now minus the source enqueue time of the last event written, at the last batch",
-            labels=["namespace", "task"],
-        )
-        duration = GaugeMetricFamily(
-            "federator_batch_duration_seconds",
-            "Duration of the last micro-batch",
-            labels=["namespace", "task"],
-        )
-        replicated = CounterMetricFamily(
-            "federator_events_replicated", "Events written per target", labels=["namespace", "task", "target"]
-        )
-        dead = CounterMetricFamily(
-            "federator_events_dead_lettered",
-            "Events dead-lettered per target",
-            labels=["namespace", "task", "target"],
-        )
-        dropped = CounterMetricFamily(
-            "federator_events_dropped",
-            "Events read but not written, by reason: filtered, unrouted (no target matched and no unrouted "
-            "endpoint), rejected (an editor rejected it and there is no deadLetter endpoint), undeliverable "
-            "(over a target's message size limit and not dead-lettered), loop (merge), "
-            "following (already handled on another FailoverGroup member)",
-            labels=["namespace", "task", "reason"],
-        )
-        unavailable = GaugeMetricFamily(
-            "federator_endpoint_unavailable",
-            "1 while the source or a target cannot be reached (SourceUnavailable or TargetUnavailable: "
-            "retried) or refused the app (e.g. TargetAuthRefused, SourceNotFound: the query stops)",
-            labels=["namespace", "task", "role", "endpoint", "reason"],
-        )
-        for outage in status.get("unavailable", []):
-            unavailable.add_metric([*self.labels, outage["role"], outage["endpoint"], outage["reason"]], 1)
-        for reason, count in sorted(status.get("eventsDropped", {}).items()):
-            dropped.add_metric([*self.labels, reason], count)
-        if status.get("replicationLagSeconds") is not None:
-            latency.add_metric(self.labels, status["replicationLagSeconds"])
-        if "batchDurationSeconds" in status:
-            duration.add_metric(self.labels, status["batchDurationSeconds"])
-        for name, counts in sorted(status.get("targets", {}).items()):
-            replicated.add_metric([*self.labels, name], counts["eventsOut"])
-            dead.add_metric([*self.labels, name], counts["deadLettered"])
-        yield from (latency, replicated, dead, dropped, duration, unavailable)
-        yield from self._lag(read_sibling(self.path, LAG_FILE), GaugeMetricFamily)
+        families = _families()
+        lag_families = _lag_families(GaugeMetricFamily)
+        for path, namespace, task in self.members():
+            labels = [namespace, task]
+            _add_status(families, labels, appstatus.read_status(path))
+            _add_lag(lag_families, labels, read_sibling(path, LAG_FILE))
+        yield from families
+        yield from lag_families
 
-    def _lag(self, lag: dict[str, Any], family: Any) -> Iterator[Any]:
-        """Per source partition: events and seconds behind; for the task: the RPO estimate."""
-        events = family(
-            "federator_replication_lag_events",
-            "Events of the source partition not replicated yet",
-            labels=["namespace", "task", "partition"],
-        )
-        seconds = family(
-            "federator_replication_lag_seconds",
-            "Enqueue time of the source partition's newest event minus that of the last one replicated",
-            labels=["namespace", "task", "partition"],
-        )
-        rpo = family(
-            "federator_failover_rpo_seconds",
-            "What a failover now would leave behind: the enqueue-time span of the events not replicated yet",
-            labels=["namespace", "task"],
-        )
-        for partition, entry in sorted(lag.get("partitions", {}).items(), key=lambda item: int(item[0])):
-            if entry.get("eventsBehind") is not None:
-                events.add_metric([*self.labels, partition], entry["eventsBehind"])
-            if entry.get("secondsBehind") is not None:
-                seconds.add_metric([*self.labels, partition], entry["secondsBehind"])
-        if lag.get("rpoSeconds") is not None:
-            rpo.add_metric(self.labels, lag["rpoSeconds"])
-        yield from (events, seconds, rpo)
+
+def _families() -> list[Any]:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    latency = GaugeMetricFamily(
+        "federator_replication_latency_seconds",
+        "Now minus the source enqueue time of the last event written, at the last batch",
+        labels=["namespace", "task"],
+    )
+    replicated = CounterMetricFamily(
+        "federator_events_replicated", "Events written per target", labels=["namespace", "task", "target"]
+    )
+    dead = CounterMetricFamily(
+        "federator_events_dead_lettered",
+        "Events dead-lettered per target",
+        labels=["namespace", "task", "target"],
+    )
+    dropped = CounterMetricFamily(
+        "federator_events_dropped",
+        "Events read but not written, by reason: filtered, unrouted (no target matched and no unrouted "
+        "endpoint), rejected (an editor rejected it and there is no deadLetter endpoint), undeliverable "
+        "(over a target's message size limit and not dead-lettered), loop (merge), "
+        "following (already handled on another FailoverGroup member)",
+        labels=["namespace", "task", "reason"],
+    )
+    duration = GaugeMetricFamily(
+        "federator_batch_duration_seconds",
+        "Duration of the last micro-batch",
+        labels=["namespace", "task"],
+    )
+    unavailable = GaugeMetricFamily(
+        "federator_endpoint_unavailable",
+        "1 while the source or a target cannot be reached (SourceUnavailable or TargetUnavailable: "
+        "retried) or refused the app (e.g. TargetAuthRefused, SourceNotFound: the query stops)",
+        labels=["namespace", "task", "role", "endpoint", "reason"],
+    )
+    return [latency, replicated, dead, dropped, duration, unavailable]
+
+
+def _add_status(families: list[Any], labels: list[str], status: dict[str, Any]) -> None:
+    latency, replicated, dead, dropped, duration, unavailable = families
+    for outage in status.get("unavailable", []):
+        unavailable.add_metric([*labels, outage["role"], outage["endpoint"], outage["reason"]], 1)
+    for reason, count in sorted(status.get("eventsDropped", {}).items()):
+        dropped.add_metric([*labels, reason], count)
+    if status.get("replicationLagSeconds") is not None:
+        latency.add_metric(labels, status["replicationLagSeconds"])
+    if "batchDurationSeconds" in status:
+        duration.add_metric(labels, status["batchDurationSeconds"])
+    for name, counts in sorted(status.get("targets", {}).items()):
+        replicated.add_metric([*labels, name], counts["eventsOut"])
+        dead.add_metric([*labels, name], counts["deadLettered"])
+
+
+def _lag_families(family: Any) -> list[Any]:
+    """Per source partition: events and seconds behind; for the task: the RPO estimate."""
+    events = family(
+        "federator_replication_lag_events",
+        "Events of the source partition not replicated yet",
+        labels=["namespace", "task", "partition"],
+    )
+    seconds = family(
+        "federator_replication_lag_seconds",
+        "Enqueue time of the source partition's newest event minus that of the last one replicated",
+        labels=["namespace", "task", "partition"],
+    )
+    rpo = family(
+        "federator_failover_rpo_seconds",
+        "What a failover now would leave behind: the enqueue-time span of the events not replicated yet",
+        labels=["namespace", "task"],
+    )
+    return [events, seconds, rpo]
+
+
+def _add_lag(families: list[Any], labels: list[str], lag: dict[str, Any]) -> None:
+    events, seconds, rpo = families
+    for partition, entry in sorted(lag.get("partitions", {}).items(), key=lambda item: int(item[0])):
+        if entry.get("eventsBehind") is not None:
+            events.add_metric([*labels, partition], entry["eventsBehind"])
+        if entry.get("secondsBehind") is not None:
+            seconds.add_metric([*labels, partition], entry["secondsBehind"])
+    if lag.get("rpoSeconds") is not None:
+        rpo.add_metric(labels, lag["rpoSeconds"])
 
 
 def serve(port: int, path: str, namespace: str, task: str) -> Any:
-    """Start the driver's HTTP endpoint on ``port``: Prometheus metrics at ``/metrics``, and at
+    """Start a single-task driver's HTTP endpoint on ``port``: Prometheus metrics at ``/metrics``, and at
     ``/status`` the status file with the lag and translation beside it (what the operator writes into
     the task's status); returns the server (shut it down to stop)."""
+
+    def document(request_path: str) -> Any:
+        return driver_status(path) if request_path == STATUS_PATH else None
+
+    return http_server(port, StatusCollector(lambda: [(path, namespace, task)]), document)
+
+
+def http_server(port: int, collector: StatusCollector, document: Callable[[str], Any]) -> Any:
+    """Serve ``collector`` at ``/metrics`` (and any path that is not a document's) and, at ``/status``
+    and under ``/tasks/``, what ``document`` answers for the path as JSON (None: 404), in a thread;
+    returns the server."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from prometheus_client.registry import CollectorRegistry
 
     registry = CollectorRegistry()
-    registry.register(StatusCollector(path, namespace, task))
+    registry.register(collector)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path.split("?")[0] == STATUS_PATH:
-                body, content_type = json.dumps(driver_status(path)).encode(), "application/json"
+            path, status = self.path.split("?")[0].rstrip("/") or "/", 200
+            if path == STATUS_PATH or path.startswith(TASKS_PATH + "/"):
+                found = document(path)
+                if found is None:
+                    status, found = 404, {"message": f"no task is served at {path}"}
+                body, content_type = json.dumps(found).encode(), "application/json"
             else:
                 body, content_type = generate_latest(registry), CONTENT_TYPE_LATEST
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -85,6 +85,7 @@ def test_short_names_are_the_documented_ones() -> None:
         "ReplicationTask": ("rt",),
         "ServiceBusMirror": ("sbm",),
         "FailoverGroup": ("fg",),
+        "ReplicationApplication": ("rapp",),
     }
 
 

@@ -13,9 +13,9 @@ PROJECT_CRDS = sorted(p.name for p in (ROOT / "crds").glob("*.yaml"))
 PEERING_FILE = "kopf.dev_peerings.yaml"
 
 
-def test_the_project_has_the_three_federator_crds() -> None:
-    assert PROJECT_CRDS == ["federator.io_failovergroups.yaml", "federator.io_replicationtasks.yaml",
-                            "federator.io_servicebusmirrors.yaml"]
+def test_the_project_has_the_four_federator_crds() -> None:
+    assert PROJECT_CRDS == ["federator.io_failovergroups.yaml", "federator.io_replicationapplications.yaml",
+                            "federator.io_replicationtasks.yaml", "federator.io_servicebusmirrors.yaml"]
 
 
 @pytest.mark.parametrize("name", PROJECT_CRDS)
@@ -53,6 +53,7 @@ def test_rendered_crds_validate_strictly(render: Render, kube_version: str) -> N
     crds = of_kind(render(kube_version=kube_version, include_crds=True), "CustomResourceDefinition")
     assert sorted(c["metadata"]["name"] for c in crds) == sorted([
         "replicationtasks.federator.io", "servicebusmirrors.federator.io", "failovergroups.federator.io",
+        "replicationapplications.federator.io",
         "kopfpeerings.kopf.dev", "clusterkopfpeerings.kopf.dev"])
     for crd in crds:
         kubernetes_validate.validate(crd, kube_version, strict=True)

@@ -9,7 +9,7 @@ import pytest
 from chart_support import MATRIX, NAMESPACE, RELEASE, Manifest, Render, of_kind
 
 Triple = tuple[str, str, str]  # (apiGroup, resource, verb)
-KINDS = ("replicationtasks", "servicebusmirrors", "failovergroups")
+KINDS = ("replicationtasks", "servicebusmirrors", "failovergroups", "replicationapplications")
 
 
 def triples(*groups: str, resources: tuple[str, ...], verbs: tuple[str, ...]) -> set[Triple]:
@@ -19,7 +19,9 @@ def triples(*groups: str, resources: tuple[str, ...], verbs: tuple[str, ...]) ->
 # What the operator does in a watched namespace (the contract with the handlers), and nothing more.
 OPERATOR_NAMESPACED: set[Triple] = (
     triples("federator.io", resources=KINDS, verbs=("get", "list", "watch", "patch"))
-    | triples("federator.io", resources=("replicationtasks",), verbs=("create", "delete"))
+    # A mirror's generated tasks, and the application they share unless its task template names one.
+    | triples("federator.io", resources=("replicationtasks", "replicationapplications"),
+              verbs=("create", "delete"))
     | triples("federator.io", resources=tuple(f"{k}/status" for k in KINDS), verbs=("get", "patch"))
     | triples("", resources=("configmaps",), verbs=("get", "list", "watch", "create", "patch", "delete"))
     | triples("sparkoperator.k8s.io", "spark.apache.org", resources=("sparkapplications",),

@@ -96,7 +96,12 @@ def test_render_prints_a_mirrors_tasks_and_its_service_bus_plan_as_comments() ->
     result = runner.invoke(app, ["render", "-f", str(ROOT / "examples" / "sb-all-active-cluster.yaml")])
     assert result.exit_code == 0, result.stderr
     objects = [d for d in yaml.safe_load_all(result.stdout) if d]
-    assert sorted(o["metadata"]["name"] for o in objects) == ["payments-neu-weu", "payments-weu-neu"]
+    # The pairs' tasks, and the ReplicationApplication the mirror owns for them to share.
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in objects) == [
+        ("ReplicationApplication", "payments"),
+        ("ReplicationTask", "payments-neu-weu"),
+        ("ReplicationTask", "payments-weu-neu"),
+    ]
     assert "#       sqlFilter: replication IS NULL" in result.stdout
 
 

@@ -1,5 +1,5 @@
 """The Argo CD health check (charts/federator/health/health.lua), run by a real Lua 5.4 against sample
-status objects of the three kinds: kstatus semantics mapped to Healthy / Progressing / Degraded."""
+status objects of the four kinds: kstatus semantics mapped to Healthy / Progressing / Degraded."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ from support.resources import ROOT
 
 HEALTH_LUA = ROOT / "charts" / "federator" / "health" / "health.lua"
 ARGOCD_PATCH = ROOT / "docs" / "health-checks" / "argocd-cm-patch.yaml"
-READY_REASON = {"ReplicationTask": "Running", "ServiceBusMirror": "Provisioned", "FailoverGroup": "Active"}
+READY_REASON = {
+    "ReplicationTask": "Running",
+    "ServiceBusMirror": "Provisioned",
+    "FailoverGroup": "Active",
+    "ReplicationApplication": "Running",
+}
 KINDS = list(READY_REASON)
 
 

@@ -181,9 +181,10 @@ def test_spark_image_has_java_spark_our_entrypoint_and_the_app() -> None:
     assert "images/spark/entrypoint.sh images/spark/decom.sh /opt/" in spark.all("COPY")
     for script in ("entrypoint.sh", "decom.sh"):  # decom.sh: Spark's default decommission preStop hook
         assert (ROOT / "images" / "spark" / script).stat().st_mode & 0o111, f"{script} is not executable"
-    # The launchers' mainApplicationFile is local:///opt/federator/replicate.py.
-    assert "spark-apps/replicate.py /opt/federator/replicate.py" in spark.all("COPY")
-    assert (ROOT / "spark-apps" / "replicate.py").is_file()
+    # The launchers' mainApplicationFile: a task's replicate.py, a ReplicationApplication's host.py.
+    for entry in ("replicate.py", "host.py"):
+        assert f"spark-apps/{entry} /opt/federator/{entry}" in spark.all("COPY")
+        assert (ROOT / "spark-apps" / entry).is_file()
     assert spark.all("EXPOSE") == ["9464"]
 
 

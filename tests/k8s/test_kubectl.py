@@ -18,6 +18,7 @@ SHORT = {
     "ReplicationTask": "rt",
     "ServiceBusMirror": "sbm",
     "FailoverGroup": "fg",
+    "ReplicationApplication": "rapp",
     "Secret": "secret",
     "ConfigMap": "configmap",
 }
@@ -31,6 +32,7 @@ def test_apply_crds(kubectl: Runner) -> None:
     done = kubectl("apply", "-f", "crds/")
     assert sorted(done.stdout.split("\n")[:-1]) == [
         "customresourcedefinition.apiextensions.k8s.io/failovergroups.federator.io created",
+        "customresourcedefinition.apiextensions.k8s.io/replicationapplications.federator.io created",
         "customresourcedefinition.apiextensions.k8s.io/replicationtasks.federator.io created",
         "customresourcedefinition.apiextensions.k8s.io/servicebusmirrors.federator.io created",
     ]
@@ -40,9 +42,10 @@ def test_apply_crds(kubectl: Runner) -> None:
         "ReplicationTask",
         "ServiceBusMirror",
         "FailoverGroup",
+        "ReplicationApplication",
     }
     again = kubectl("apply", "-f", "crds/")
-    assert again.stdout.count("unchanged") == 3
+    assert again.stdout.count("unchanged") == 4
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
@@ -63,7 +66,7 @@ def test_list_every_example_back_by_short_name(kubectl: Runner) -> None:
     expected = Counter(d["kind"] for p in EXAMPLES for d in documents(p))
     for path in EXAMPLES:
         kubectl("apply", "-f", str(path))
-    listed = json.loads(kubectl("get", "rt,sbm,fg,secrets,configmaps", "-A", "-o", "json").stdout)
+    listed = json.loads(kubectl("get", "rt,sbm,fg,rapp,secrets,configmaps", "-A", "-o", "json").stdout)
     assert Counter(i["kind"] for i in listed["items"]) == expected
 
 

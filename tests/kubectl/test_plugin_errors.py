@@ -69,7 +69,8 @@ def test_a_namespace_that_does_not_exist_is_named(
 
 def test_an_empty_namespace_is_named_and_draws_no_picture(federator: Plugin) -> None:
     found = federator("status", "-n", "payments").stdout
-    assert found == "No FailoverGroups, ServiceBusMirrors or ReplicationTasks found in namespace payments.\n"
+    kinds = "FailoverGroups, ServiceBusMirrors, ReplicationApplications or ReplicationTasks"
+    assert found == f"No {kinds} found in namespace payments.\n"
     assert federator("lag", "-n", "payments").stdout == "No ReplicationTasks found in namespace payments.\n"
     drawn = federator("graph", "-n", "payments")
     assert drawn.stdout == "" and "found in namespace payments: nothing to draw" in drawn.stderr
@@ -83,7 +84,8 @@ def test_an_empty_namespace_is_named_and_draws_no_picture(federator: Plugin) -> 
         (("status", "pod/x"), "unknown kind 'pod'"),
         (
             ("status", "nope"),
-            "no FailoverGroup, ServiceBusMirror or ReplicationTask named nope in namespace default",
+            "no FailoverGroup, ServiceBusMirror, ReplicationApplication or ReplicationTask named nope in "
+            "namespace default",
         ),
         (("status", "fg/"), "'fg/' is neither NAME nor KIND/NAME"),
         (("failover", "orders"), "Missing option '--to'"),

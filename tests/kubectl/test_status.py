@@ -88,7 +88,10 @@ def test_status_names_what_it_cannot_find(kube: KubeServer, federator: Plugin) -
     assert done.returncode == 1 and "failovergroup nope not found in namespace default" in done.stderr
     done = federator("status", "pod/x", check=False)
     assert done.returncode == 1 and "unknown kind 'pod'" in done.stderr
-    empty = "No FailoverGroups, ServiceBusMirrors or ReplicationTasks found in namespace default."
+    empty = (
+        "No FailoverGroups, ServiceBusMirrors, ReplicationApplications or ReplicationTasks found in "
+        "namespace default."
+    )
     assert empty in federator("status").stdout
 
 

@@ -9,6 +9,7 @@ import kopf
 import pytest
 
 from federator.handlers.context import OperatorContext
+from federator.provision.scope import ArmScope
 from federator.settings import OperatorSettings
 
 
@@ -51,3 +52,11 @@ def test_the_management_environment_follows_the_settings() -> None:
         "/ca.pem",
         60,
     )
+
+
+def test_arm_work_signs_in_as_the_operator_only_where_the_installer_allows() -> None:
+    settings = OperatorSettings(operator_identity_namespaces="platform")
+    scope = OperatorContext(settings, serve_metrics=False).management.scope
+    assert scope == ArmScope.from_settings(settings)
+    assert scope.refusal("platform", "00000000-0000-0000-0000-000000000001") is None
+    assert scope.refusal("team-a", "00000000-0000-0000-0000-000000000001") is not None

@@ -48,6 +48,9 @@ def driver(tmp_path):
             {
                 "targets": {"copy": {"eventsOut": 90, "deadLettered": 1}},
                 "lastBatchTime": "2026-11-26T11:59:59Z",
+                "firstBatchOnMemberTime": "2026-11-26T11:58:02Z",
+                "eventsDropped": {"following": 6, "filtered": 2},
+                "replaySkipped": 3,
                 "lastEnqueuedEpoch": now,
             }
         )
@@ -93,6 +96,8 @@ def test_lag_per_partition_and_translation_reach_the_task_status(
     eventually(lambda: ((get(kube, f"{RT}/orders") or {}).get("status") or {}).get("lag"))
     status = get(kube, f"{RT}/orders")["status"]  # type: ignore[index]
     assert status["eventsReplicated"] == 90 and status["eventsDeadLettered"] == 1
+    assert (status["eventsSkippedAfterSwitch"], status["eventsFoundWritten"]) == (6, 3)
+    assert status["firstBatchOnMemberTime"] == "2026-11-26T11:58:02Z"
     assert status["lag"] == {
         "measuredAt": "2026-11-26T12:00:00Z",
         "eventsBehind": 12,

@@ -89,10 +89,9 @@ def follows(kube: KubeServer, task: str) -> tuple[str | None, str | None]:
     return member, annotation
 
 
-def test_a_switch_reaches_the_tasks_following_the_group_without_waiting_for_their_observe_pass(
-    emulator_factory: EmulatorFactory, federator_operator: KubeServer
-) -> None:
-    kube = federator_operator
+def members_with_secrets(emulator_factory: EmulatorFactory, kube: KubeServer) -> None:
+    """The groups' members as emulator namespaces with queue `orders`, and a Secret of each one's connection
+    string (`<member>-conn`)."""
     emulator = emulator_factory(
         {"namespaces": [{"name": m, "queues": [{"name": "orders"}]} for m in MEMBERS]}
     )
@@ -101,6 +100,13 @@ def test_a_switch_reaches_the_tasks_following_the_group_without_waiting_for_thei
         kube.request(
             "POST", SECRETS, {**secret, "stringData": {"connectionString": emulator.connection_string(m)}}
         )
+
+
+def test_a_switch_reaches_the_tasks_following_the_group_without_waiting_for_their_observe_pass(
+    emulator_factory: EmulatorFactory, federator_operator: KubeServer
+) -> None:
+    kube = federator_operator
+    members_with_secrets(emulator_factory, kube)
     for name in ("billing", "audit"):
         kube.request("POST", GROUPS, group(name))
     eventually(lambda: phase(kube, "billing") == phase(kube, "audit") == "Normal", timeout=30)

@@ -24,6 +24,7 @@ NS = "default"
 MIRRORS = f"/apis/federator.io/v1alpha1/namespaces/{NS}/servicebusmirrors"
 RT = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationtasks"
 APPS = f"/apis/sparkoperator.k8s.io/v1beta2/namespaces/{NS}/sparkapplications"
+APPLICATIONS = f"/apis/federator.io/v1alpha1/namespaces/{NS}/replicationapplications"
 SECRETS = f"/api/v1/namespaces/{NS}/secrets"
 EVENTS = f"/api/v1/namespaces/{NS}/events"
 MERGE = "application/merge-patch+json"
@@ -168,12 +169,17 @@ def test_a_mirror_provisions_its_members_runs_owned_tasks_and_becomes_ready(
         task = eventually(lambda name=name: get(kube, f"{RT}/{name}"), message=f"no task {name}")
         assert task["metadata"]["ownerReferences"][0]["uid"] == body["metadata"]["uid"]
         assert task["metadata"]["labels"]["federator.io/servicebusmirror"] == "orders"
+        # The mirror's tasks share one Spark application, of the ReplicationApplication the mirror owns.
+        assert task["spec"]["runtime"]["applicationRef"] == {"name": "orders"}
+        assert get(kube, f"{APPS}/{name}") is None
+    application = get(kube, f"{APPLICATIONS}/orders")
+    assert application is not None
+    assert application["metadata"]["ownerReferences"][0]["uid"] == body["metadata"]["uid"]
     eventually(lambda: condition(kube, "Ready").get("reason") == "PairsPending")
     assert "west → east (ReplicationTask orders-west-east)" in condition(kube, "Ready")["message"]
     assert condition(kube, "RulesProvisioned")["status"] == "True"
 
-    for name in ("orders-west-east", "orders-east-west"):
-        run_spark_app(kube, name)
+    run_spark_app(kube, "orders")
     eventually(
         lambda: condition(kube, "Ready").get("reason") == "Mirroring", message="the mirror never became Ready"
     )
@@ -226,17 +232,13 @@ def test_a_failing_member_is_named_and_healthy_pairs_still_run(
     eventually(lambda: get(kube, f"{RT}/orders-west-north"), message="the member did not recover by itself")
     eventually(lambda: condition(kube, "Ready").get("reason") == "PairsPending")
 
-    for name in (
-        "orders-west-east",
-        "orders-east-west",
-        "orders-west-north",
-        "orders-north-west",
-        "orders-east-north",
-    ):
-        run_spark_app(kube, name)
-    run_spark_app(kube, "orders-north-east", "FAILED")
+    # The pairs share the mirror's application: its driver failing fails every pair, each named.
+    run_spark_app(kube, "orders", "FAILED")
     eventually(lambda: condition(kube, "Ready").get("reason") == "PairFailed")
-    assert "north → east (ReplicationTask orders-north-east)" in condition(kube, "Ready")["message"]
+    eventually(
+        lambda: "north → east (ReplicationTask orders-north-east)" in condition(kube, "Ready")["message"],
+        message="the failed pairs are not each named",
+    )
 
 
 @pytest.mark.slow
@@ -257,6 +259,7 @@ def test_deleting_the_mirror_removes_what_it_provisioned_and_nothing_else(
         lambda: get(kube, f"{RT}/orders-west-east") is None and get(kube, f"{RT}/orders-east-west") is None,
         message="the generated tasks were not deleted",
     )
+    eventually(lambda: get(kube, f"{APPLICATIONS}/orders") is None, message="the mirror's application stays")
     assert any(r == "Deleted" and "repl-east" in m for r, m in events(kube))
 
 

@@ -12,11 +12,14 @@ from typing import Any
 import pytest
 import yaml
 
+from federator.planning.application import plan_application, plan_member_task
 from federator.planning.launchers import LAUNCHERS, render_spark_application
 from federator.planning.launchers.pods import LOCAL_DIR, TMP_DIR
 from federator.planning.task import CHECKPOINT_MOUNT, plan_replication_task
 from federator.settings import OperatorSettings
+from federator_contract.api.replicationapplication import ReplicationApplicationSpec
 from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.taskconfig import TaskConfig
 from support.pod_security import RULES, Rule, violations
 from support.spark_crds import crd_errors, pod_template_errors
 from support.spark_pods import main_container, pod_templates
@@ -25,12 +28,12 @@ ROOT = Path(__file__).resolve().parents[2]
 Obj = dict[str, Any]
 
 
-def _example_tasks() -> list[tuple[str, str, Obj]]:
-    """(name, namespace, spec) of every ReplicationTask in examples/."""
+def _examples(kind: str) -> list[tuple[str, str, Obj]]:
+    """(name, namespace, spec) of every object of ``kind`` in examples/."""
     found = []
     for path in sorted((ROOT / "examples").glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-            if doc and doc.get("kind") == "ReplicationTask":
+            if doc and doc.get("kind") == kind:
                 found.append(
                     (doc["metadata"]["name"], doc["metadata"].get("namespace", "default"), doc["spec"])
                 )
@@ -41,7 +44,10 @@ def _with_runtime(spec: Obj, **runtime: Any) -> Obj:
     return {**spec, "runtime": {**spec.get("runtime", {}), **runtime}}
 
 
-EXAMPLES = _example_tasks()
+_ALL_TASKS = _examples("ReplicationTask")
+# A member of a shared application has no Spark application of its own: its application renders the pods.
+EXAMPLES = [task for task in _ALL_TASKS if "applicationRef" not in task[2].get("runtime", {})]
+MEMBERS = [task for task in _ALL_TASKS if task not in EXAMPLES]
 _CLUSTER = next(spec for name, _, spec in EXAMPLES if name == "orders-geo-replication")
 # Beyond the examples: a task's own claim, a file URI (no claim), its own service account.
 TASKS = [
@@ -71,7 +77,43 @@ def _apps(settings: OperatorSettings | None = None) -> list[tuple[str, str, Obj]
     return apps
 
 
-APPS = _apps()
+def _member_configs(application: str, namespace: str, settings: OperatorSettings) -> list[TaskConfig]:
+    """The task configs of the examples' tasks that name ReplicationApplication `namespace/application`."""
+    return [
+        plan_member_task(
+            name=task,
+            namespace=ns,
+            spec=ReplicationTaskSpec.model_validate(spec),
+            settings=settings,
+            local=True,
+        ).task_config
+        for task, ns, spec in MEMBERS
+        if ns == namespace and spec["runtime"]["applicationRef"]["name"] == application
+    ]
+
+
+def _shared_id(namespace: str, name: str) -> str:
+    return f"shared-{namespace}-{name}-"
+
+
+def _shared_apps(settings: OperatorSettings) -> list[tuple[str, str, Obj]]:
+    """(id, launcher, rendered application) for every ReplicationApplication of the examples, with the
+    examples' tasks that name it as members, for each launcher."""
+    apps = []
+    for name, namespace, raw in _examples("ReplicationApplication"):
+        configs = _member_configs(name, namespace, settings)
+        assert configs, f"ReplicationApplication {name} of the examples has no member"
+        for launcher in sorted(LAUNCHERS):
+            spec = ReplicationApplicationSpec.model_validate({**raw, "launcher": launcher})
+            plan = plan_application(
+                name=name, namespace=namespace, spec=spec, members=configs, settings=settings
+            )
+            app = render_spark_application(plan.launcher, plan.spark_app)
+            apps.append((_shared_id(namespace, name) + launcher, launcher, app))
+    return apps
+
+
+APPS = _apps() + _shared_apps(OperatorSettings())
 PODS = [
     (f"{id_}-{role}", t) for id_, launcher, app in APPS for role, t in pod_templates(launcher, app).items()
 ]
@@ -140,15 +182,38 @@ def test_spark_and_python_write_only_on_volumes() -> None:
 
 def test_the_checkpoint_claim_is_writable_in_every_pod() -> None:
     for pod_id, template in PODS:
+        if pod_id.startswith("shared-"):  # each member's directory: below
+            continue
         if pod_id.startswith("file-uri-"):
             assert not [v for v in template["spec"]["volumes"] if "persistentVolumeClaim" in v]
             continue
         assert "persistentVolumeClaim" in _writable_mount(template, CHECKPOINT_MOUNT)[1], pod_id
 
 
+def test_a_shared_applications_pods_can_write_every_members_checkpoint() -> None:
+    checked = 0
+    for name, namespace, _ in _examples("ReplicationApplication"):
+        pods = [(pod_id, t) for pod_id, t in PODS if pod_id.startswith(_shared_id(namespace, name))]
+        for config in _member_configs(name, namespace, OperatorSettings()):
+            if not config.checkpoint_location.startswith(f"file://{CHECKPOINT_MOUNT}/"):
+                continue  # a local mode example's own directory: no claim
+            path = config.checkpoint_location.removeprefix("file://")
+            for pod_id, template in pods:
+                assert "persistentVolumeClaim" in _writable_mount(template, path)[1], (pod_id, config.name)
+                checked += 1
+    assert checked, "the examples have a shared application in a cluster, with members on a claim"
+
+
 def test_driver_and_executors_run_under_the_tasks_service_account() -> None:
+    shared_accounts = {
+        _shared_id(namespace, name): spec.get("serviceAccountName")
+        for name, namespace, spec in _examples("ReplicationApplication")
+    }
     for id_, launcher, app in APPS:
         expected = "orders-replicator" if id_.startswith("own-account-") else "federator-spark"
+        for prefix, account in shared_accounts.items():
+            if id_.startswith(prefix):
+                expected = account or "federator-spark"
         for template in pod_templates(launcher, app).values():
             assert template["spec"]["serviceAccountName"] == expected, id_
         if launcher == "kubeflow":
@@ -282,3 +347,14 @@ def test_a_pod_without_any_security_context_breaks_the_restricted_controls() -> 
         "restricted / Seccomp",
         "restricted / Capabilities",
     }
+
+
+@pytest.mark.parametrize(("app_id", "launcher", "app"), APPS, ids=[a[0] for a in APPS])
+def test_only_the_driver_says_why_it_failed_in_its_termination_message(
+    app_id: str, launcher: str, app: Obj
+) -> None:
+    """A failed driver's last log lines (e.g. CheckpointSourceMismatch and its remedy) become its
+    termination message, which the launchers' status carries to the operator."""
+    templates = pod_templates(launcher, app)
+    assert main_container(templates["driver"])["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    assert "terminationMessagePolicy" not in main_container(templates["executor"])

@@ -18,7 +18,7 @@ from federator_contract.applog import failed_marker
 from federator_contract.checkpoints import CheckpointLayout
 from federator_contract.taskconfig import TaskConfig
 from federator_spark import datasources, pipeline
-from federator_spark.host import Host
+from federator_spark.host import Host, Task
 from federator_spark.sources.eventhubs_settings import HubSourceSettings
 from federator_spark.sources.servicebus_settings import SourceSettings
 from support.connections import write_connection_files
@@ -141,10 +141,10 @@ def test_a_tasks_writer_carries_its_plan_by_value_to_a_fresh_process(tmp_path: P
 def test_a_task_the_host_cannot_plan_is_reported_and_keeps_no_other_from_running(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    host = Host(cast(SparkSession, None))  # planning starts nothing in Spark
+    host = Host(cast(SparkSession, None), pools=False)  # planning starts nothing in Spark
     unresolved = config(tmp_path, HUB).model_copy(update={"emulator_connection_files": {}})
 
-    assert host.plan(unresolved) is None
+    assert host.plan(Task(unresolved)) is None
     assert host.failed
     assert failed_marker("shop", "orders") + "emulatorConnectionFiles has no connection" in caplog.text
-    assert host.plan(config(tmp_path, HUB)) is not None
+    assert host.plan(Task(config(tmp_path, HUB))) is not None

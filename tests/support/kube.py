@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import os
 import subprocess
@@ -144,9 +145,10 @@ def k8s_tools() -> K8sTools:
     return tools
 
 
-@pytest.fixture
-def kube() -> Iterator[KubeServer]:
-    emulator = FaithfulKubernetesEmulator()
+@contextlib.contextmanager
+def serving(emulator: FaithfulKubernetesEmulator) -> Iterator[KubeServer]:
+    """``emulator`` (a subclass, for a test that needs another behaviour) served with builtins,
+    Federator's kinds and Spark's declared, until the block ends."""
     declare_all(emulator.resources)
     server = KubeServer(emulator)
     server.start()
@@ -154,6 +156,12 @@ def kube() -> Iterator[KubeServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def kube() -> Iterator[KubeServer]:
+    with serving(FaithfulKubernetesEmulator()) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

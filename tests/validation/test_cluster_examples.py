@@ -46,6 +46,8 @@ def pattern(obj: dict[str, Any]) -> tuple[Any, ...]:
         return ("ServiceBusMirror", spec["pattern"])
     if obj["kind"] == "FailoverGroup":
         return ("FailoverGroup", spec.get("mode", "manual"), "publishing" in spec)
+    if obj["kind"] == "ReplicationApplication":
+        return ("ReplicationApplication", spec.get("scheduling", {}).get("mode", "FAIR"))
     follows = any("failoverGroupRef" in (e.get("connection") or {}) for e in spec["source"].values())
     return (
         "ReplicationTask",
@@ -57,6 +59,7 @@ def pattern(obj: dict[str, Any]) -> tuple[Any, ...]:
         any("condition" in target for target in spec["targets"]),
         *(key in spec for key in ("unrouted", "deadLetter", "loopPrevention", "checkpointTranslation")),
         follows,
+        "applicationRef" in spec.get("runtime", {}),
     )
 
 

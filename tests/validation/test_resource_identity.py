@@ -56,18 +56,21 @@ def with_type(api_version: Any, kind: Any) -> dict[str, Any]:
             "federator.io/v1alpha1",
             "replicationtask",
             "kind: unknown kind 'replicationtask' in federator.io "
-            "(known: FailoverGroup, ReplicationTask, ServiceBusMirror); did you mean ReplicationTask?",
+            "(known: FailoverGroup, ReplicationApplication, ReplicationTask, ServiceBusMirror); "
+            "did you mean ReplicationTask?",
         ),
         (
             "federator.io/v1alpha1",
             "ServiceBusMirrors",
             "kind: unknown kind 'ServiceBusMirrors' in federator.io "
-            "(known: FailoverGroup, ReplicationTask, ServiceBusMirror); did you mean ServiceBusMirror?",
+            "(known: FailoverGroup, ReplicationApplication, ReplicationTask, ServiceBusMirror); "
+            "did you mean ServiceBusMirror?",
         ),
         (
             "federator.io/v1alpha1",
             None,
-            "kind: required field is missing (known: FailoverGroup, ReplicationTask, ServiceBusMirror)",
+            "kind: required field is missing "
+            "(known: FailoverGroup, ReplicationApplication, ReplicationTask, ServiceBusMirror)",
         ),
         (
             None,

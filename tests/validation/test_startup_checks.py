@@ -145,6 +145,7 @@ APP_REFUSALS: dict[tuple[str, str], str] = {
     ("editors/__init__.py", "build_chain"): "plumbing",  # names the editor of a refusal above
     ("config.py", "config_map_text"): "plumbing",
     ("config.py", "config_map_json"): "plumbing",
+    ("config_watch.py", "parse"): "plumbing",  # a shared driver's member ConfigMap, as the operator writes it
     ("plan.py", "connection_for"): "plumbing",  # emulator connections, unresolved group members
     ("translation/planning.py", "blob_location"): "plumbing",  # Azurite's connection (local mode)
 }

@@ -1,5 +1,5 @@
 -- Argo CD health check for Federator's kinds (federator.io ReplicationTask, ServiceBusMirror,
--- FailoverGroup). Argo CD runs it with the live object in `obj` and expects a table {status, message}.
+-- FailoverGroup, ReplicationApplication). Argo CD runs it with the live object in `obj` and expects a table {status, message}.
 -- It follows kstatus: a stale status.observedGeneration means "not reconciled yet"; Stalled=True is a
 -- failure that needs a human; Reconciling=True or Ready!=True is work in progress; Ready=True is healthy.
 -- Install: docs/health-checks/README.md. Tested by tests/health/test_argocd_health.py.

@@ -4,18 +4,27 @@ The operator's permissions in a watched namespace, derived from what its handler
 {{- define "federator.namespacedRules" -}}
 # Reconciled kinds: read and watch, patch metadata (kopf finalizers and annotations).
 - apiGroups: [federator.io]
-  resources: [replicationtasks, servicebusmirrors, failovergroups]
+  resources: [replicationtasks, servicebusmirrors, failovergroups, replicationapplications]
   verbs: [get, list, watch, patch]
-# ServiceBusMirrors own the ReplicationTasks they generate.
+# ServiceBusMirrors own the ReplicationTasks they generate, and the ReplicationApplication those run in
+# unless the mirror's task template names one.
 - apiGroups: [federator.io]
-  resources: [replicationtasks]
+  resources: [replicationtasks, replicationapplications]
   verbs: [create, delete]
 - apiGroups: [federator.io]
-  resources: [replicationtasks/status, servicebusmirrors/status, failovergroups/status]
+  resources:
+    - replicationtasks/status
+    - servicebusmirrors/status
+    - failovergroups/status
+    - replicationapplications/status
   verbs: [get, patch]
 {{- if .Values.rbac.ownerReferencesPermissionEnforcement }}
 - apiGroups: [federator.io]
-  resources: [replicationtasks/finalizers, servicebusmirrors/finalizers, failovergroups/finalizers]
+  resources:
+    - replicationtasks/finalizers
+    - servicebusmirrors/finalizers
+    - failovergroups/finalizers
+    - replicationapplications/finalizers
   verbs: [update]
 {{- end }}
 # Task configuration and FailoverGroup endpoint ConfigMaps.

@@ -1,4 +1,4 @@
-"""Building blocks shared by the three kinds: the model base, CEL rules, conditions, references.
+"""Building blocks shared by the kinds: the model base, CEL rules, conditions, references.
 
 Fields are snake_case in Python and camelCase on the wire (aliases). Every field's docstring is
 its description in the generated CRD, which is what `kubectl explain` shows.

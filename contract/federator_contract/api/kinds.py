@@ -1,4 +1,4 @@
-"""The three kinds as the Kubernetes API sees them: names, models, printer columns, root-level rules."""
+"""The four kinds as the Kubernetes API sees them: names, models, printer columns, root-level rules."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from typing import Any
 
 from federator_contract.api.base import API_VERSION, FedModel, cel
 from federator_contract.api.failovergroup import FailoverGroupSpec, FailoverGroupStatus
+from federator_contract.api.replicationapplication import (
+    ReplicationApplicationSpec,
+    ReplicationApplicationStatus,
+)
 from federator_contract.api.replicationtask import ReplicationTaskSpec, ReplicationTaskStatus
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec, ServiceBusMirrorStatus
 
@@ -45,7 +49,19 @@ def _ready_columns() -> tuple[dict[str, Any], ...]:
     )
 
 
+def _name_at_most(kind: str, limit: int) -> dict[str, Any]:
+    """A root rule bounding the object's name, which the names of its children are built from."""
+    return cel(
+        (
+            f"self.metadata.name.size() <= {limit}",
+            f"a {kind} name has at most {limit} characters",
+            ".metadata.name",
+        )
+    )
+
+
 AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+SPARK_STATE = {"name": "Spark", "type": "string", "priority": 1, "jsonPath": ".status.sparkApplication.state"}
 MESSAGE = {"name": "Message", "type": "string", "priority": 1, "jsonPath": f"{READY}.message"}
 
 REPLICATION_TASK = Kind(
@@ -85,18 +101,12 @@ REPLICATION_TASK = Kind(
             "jsonPath": ".status.lag.rpoSeconds",
             "description": "What a failover now would leave behind, in seconds",
         },
-        {"name": "Spark", "type": "string", "priority": 1, "jsonPath": ".status.sparkApplication.state"},
+        SPARK_STATE,
         MESSAGE,
         AGE,
     ),
     # The Spark driver pod is named `<task>-driver`; pod names are DNS labels (63 characters).
-    root_rules=cel(
-        (
-            "self.metadata.name.size() <= 50",
-            "a ReplicationTask name has at most 50 characters",
-            ".metadata.name",
-        )
-    ),
+    root_rules=_name_at_most("ReplicationTask", 50),
 )
 
 SERVICE_BUS_MIRROR = Kind(
@@ -114,13 +124,7 @@ SERVICE_BUS_MIRROR = Kind(
         AGE,
     ),
     # Generated tasks are named `<mirror>-<source>-<target>`.
-    root_rules=cel(
-        (
-            "self.metadata.name.size() <= 24",
-            "a ServiceBusMirror name has at most 24 characters",
-            ".metadata.name",
-        )
-    ),
+    root_rules=_name_at_most("ServiceBusMirror", 24),
 )
 
 FAILOVER_GROUP = Kind(
@@ -141,14 +145,32 @@ FAILOVER_GROUP = Kind(
         AGE,
     ),
     # The endpoints ConfigMap carries the group's name as a label value (63 characters at most).
-    root_rules=cel(
-        (
-            "self.metadata.name.size() <= 63",
-            "a FailoverGroup name has at most 63 characters",
-            ".metadata.name",
-        )
-    ),
+    root_rules=_name_at_most("FailoverGroup", 63),
 )
 
-KINDS: tuple[Kind, ...] = (REPLICATION_TASK, SERVICE_BUS_MIRROR, FAILOVER_GROUP)
+REPLICATION_APPLICATION = Kind(
+    kind="ReplicationApplication",
+    plural="replicationapplications",
+    short_names=("rapp",),
+    spec=ReplicationApplicationSpec,
+    status=ReplicationApplicationStatus,
+    description="One Spark application whose driver runs the queries of many ReplicationTasks (those whose "
+    "spec.runtime.applicationRef names it): one JVM, one identity, the tasks' batches in scheduler pools.",
+    printer_columns=(
+        {
+            "name": "Members",
+            "type": "integer",
+            "jsonPath": ".status.memberCount",
+            "description": "ReplicationTasks that run in the application",
+        },
+        *_ready_columns(),
+        SPARK_STATE,
+        MESSAGE,
+        AGE,
+    ),
+    # As a task's: the Spark driver pod is named `<application>-driver`, a DNS label (63 characters).
+    root_rules=_name_at_most("ReplicationApplication", 50),
+)
+
+KINDS: tuple[Kind, ...] = (REPLICATION_TASK, SERVICE_BUS_MIRROR, FAILOVER_GROUP, REPLICATION_APPLICATION)
 BY_KIND: dict[str, Kind] = {k.kind: k for k in KINDS}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
+import json
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from federator_contract.api.base import (
     QUEUE_OR_SUBSCRIPTION_RULES,
@@ -17,10 +17,8 @@ from federator_contract.api.base import (
     FedModel,
     ObjectStatus,
     PropertyName,
-    ResourceName,
     SecretKeySelector,
     SqlExpression,
-    StatusModel,
     SubscriptionName,
     cel,
     exactly_one,
@@ -29,6 +27,15 @@ from federator_contract.api.base import (
 )
 from federator_contract.api.editors import Editor
 from federator_contract.api.lag import ReplicationLag
+from federator_contract.api.replicationapplication import (
+    APPLICATION_FIELDS,
+    ApplicationRef,
+    SparkApplicationSettings,
+)
+
+# Re-exported: they moved to the application's module, which a task's own Spark application shares.
+from federator_contract.api.replicationapplication import SparkApplicationStatus as SparkApplicationStatus
+from federator_contract.api.replicationapplication import SparkResources as SparkResources
 from federator_contract.api.translation import CheckpointTranslation, CheckpointTranslationStatus
 from federator_contract.checkpoints import LOCAL_CHECKPOINTS_ONLY
 
@@ -221,22 +228,6 @@ class Delivery(FedModel):
     one batch per partition)."""
 
 
-class SparkResources(FedModel):
-    """Resources of a Spark driver or executor."""
-
-    cores: Annotated[int, Field(ge=1, le=64)] = 1
-    """CPU cores. Default: 1."""
-    memory: Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]*[kmgt]$")] = "1g"
-    """Memory in Spark notation (`512m`, `2g`). Default: 1g."""
-
-
-class ExecutorResources(SparkResources):
-    """Resources and count of Spark executors."""
-
-    instances: Annotated[int, Field(ge=1, le=256)] = 1
-    """Number of executors. Default: 1."""
-
-
 class PvcCheckpoint(FedModel):
     """A path on a PersistentVolumeClaim."""
 
@@ -273,53 +264,59 @@ class Checkpoint(FedModel):
     records there."""
 
 
-# Spark settings that carry credentials (storage account keys, SAS tokens, passwords).
-_CREDENTIAL_CONF = re.compile(r"(password|secret|token|credential|sas|account\.key|\.key$)", re.IGNORECASE)
+_DEFAULTS = {name: info.get_default() for name, info in SparkApplicationSettings.model_fields.items()}
 
 
-class Runtime(FedModel):
-    """How the Spark application runs."""
+def _misplaced(field: str) -> str:
+    return f"{field} belongs to the ReplicationApplication named in applicationRef: set it there, not here"
 
-    launcher: Literal["kubeflow", "apache"] | None = None
-    """`kubeflow` (spark-operator `sparkoperator.k8s.io/v1beta2`) or `apache` (Apache Spark Kubernetes
-    Operator `spark.apache.org/v1`). Default: the operator's setting."""
-    image: Annotated[str, StringConstraints(max_length=512)] | None = None
-    """Spark application image. Default: the operator's setting."""
-    service_account_name: ResourceName | None = None
-    """Service account of the driver and executor pods. Default: the operator's (Helm value
-    `spark.serviceAccount.name`, `federator-spark`). With `workloadIdentity` connections it is the identity
-    the pods sign in as: annotate it with `azure.workload.identity/client-id` (the operator checks it) and
-    bind it to the Spark driver's Role, which lets the driver start its executors."""
-    driver: SparkResources = SparkResources()
-    """Driver resources."""
-    executor: ExecutorResources = ExecutorResources()
-    """Executor resources."""
+
+def _left_to_application(field: str, default: object) -> tuple[str, str, str]:
+    """A member task may not set `field`. Its default is let through: the API server wrote the defaults
+    of `driver` and `executor` into every task stored before applications existed."""
+    rule = f"!has(self.applicationRef) || !has(self.{field})"
+    if isinstance(default, FedModel):
+        values = default.model_dump(by_alias=True)
+        rule += " || (" + " && ".join(f"self.{field}.{k} == {json.dumps(v)}" for k, v in values.items()) + ")"
+    return rule, _misplaced(field), f".{field}"
+
+
+class Runtime(SparkApplicationSettings):
+    """How the task's Spark application runs: one of its own, or the ReplicationApplication named in
+    `applicationRef` (then launcher, image, serviceAccountName, driver, executor and sparkConf are the
+    application's and may not be set here)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel(
+            *(_left_to_application(wire, _DEFAULTS[name]) for name, wire in APPLICATION_FIELDS.items())
+        )
+    )
+
+    application_ref: ApplicationRef | None = None
+    """Run in this ReplicationApplication, of the task's namespace, instead of a Spark application of the
+    task's own: its driver runs the task's query beside its other members', with the application's
+    service account. The task keeps its own query settings (triggerIntervalSeconds, maxEventsPerTrigger,
+    checkpoint). Default: a Spark application of the task's own."""
     trigger_interval_seconds: Annotated[int, Field(ge=0, le=3600)] = 0
     """Micro-batch interval. 0 starts the next batch as soon as the previous one ends: the lowest
-    latency (an idle event hub is asked for new events every 0.25 s; a Service Bus receive waits up
-    to 1 s). A longer interval makes fewer, larger batches at the price of latency. Default: 0."""
+    latency (an idle event hub is asked for new events every 0.25 s, every 1 s once it has had nothing
+    new for 10 s; a Service Bus receive waits up to 1 s). A longer interval makes fewer, larger batches at
+    the price of latency. Default: 0."""
     max_events_per_trigger: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
     """Upper bound of events per micro-batch across partitions. Default: no bound."""
     checkpoint: Checkpoint | None = None
     """Checkpoint location. Default: the operator's checkpoint volume, path `<namespace>/<task name>`."""
-    spark_conf: (
-        Annotated[dict[str, Annotated[str, StringConstraints(max_length=4096)]], Field(max_length=128)] | None
-    ) = None
-    """Extra Spark configuration (no credentials: they would be visible in the Spark application). It
-    overrides the app's own defaults: `spark.sql.session.timeZone` UTC, and
-    `spark.driver.defaultJavaOptions` / `spark.executor.defaultJavaOptions` `-XX:TieredStopAtLevel=1`
-    (the JVM's quick compiler only; `extraJavaOptions` add to it)."""
 
-    @field_validator("spark_conf")
-    @classmethod
-    def _no_credentials_in_conf(cls, conf: dict[str, str] | None) -> dict[str, str] | None:
-        for key in conf or {}:
-            if _CREDENTIAL_CONF.search(key):
-                raise ValueError(
-                    f"{key!r} looks like a credential; Spark settings are visible in the Spark "
-                    "application: mount a Secret instead"
-                )
-        return conf
+    @model_validator(mode="after")
+    def _application_fields_unset(self) -> Runtime:
+        if self.application_ref is None:
+            return self
+        misplaced = [
+            wire for name, wire in APPLICATION_FIELDS.items() if getattr(self, name) != _DEFAULTS[name]
+        ]
+        if misplaced:
+            raise ValueError("; ".join(map(_misplaced, misplaced)))
+        return self
 
 
 # ----------------------------------------------------------------------------------------------- spec/status
@@ -382,17 +379,6 @@ class ReplicationTaskSpec(FedModel):
         return self
 
 
-class SparkApplicationStatus(StatusModel):
-    """The Spark application that runs the task."""
-
-    api_version: str
-    """API version of the Spark application resource."""
-    name: str
-    """Name of the Spark application resource."""
-    state: str = ""
-    """State reported by the Spark operator (e.g. `RUNNING`, `RunningHealthy`)."""
-
-
 class ReplicationTaskStatus(ObjectStatus):
     """Observed state of a ReplicationTask. Written by the operator only."""
 
@@ -404,10 +390,18 @@ class ReplicationTaskStatus(ObjectStatus):
     """The FailoverGroup member the source currently reads from, when it follows one."""
     last_batch_time: datetime | None = None
     """When the last micro-batch completed."""
+    first_batch_on_member_time: datetime | None = None
+    """When the first micro-batch read from the FailoverGroup member the source follows now completed
+    (for a source that follows no group: the first batch of its query's checkpoint)."""
     events_replicated: Annotated[int, Field(ge=0)] | None = None
     """Events written to targets since the task was created."""
     events_dead_lettered: Annotated[int, Field(ge=0)] | None = None
     """Events sent to the dead-letter target."""
+    events_skipped_after_switch: Annotated[int, Field(ge=0)] | None = None
+    """Events a source that follows a FailoverGroup skipped because the task had handled them on another
+    member."""
+    events_found_written: Annotated[int, Field(ge=0)] | None = None
+    """Events a replayed batch found at the targets already (written before a crash; counted once)."""
     replication_lag_seconds: float | None = None
     """Now minus the source enqueue time of the last event written, at the last batch (latency)."""
     lag: ReplicationLag | None = None

@@ -127,7 +127,9 @@ class TaskTemplate(FedModel):
     """Settings copied into every generated ReplicationTask."""
 
     runtime: Runtime = Runtime()
-    """Spark settings."""
+    """Spark settings. The generated tasks share one Spark application: the ReplicationApplication named in
+    `applicationRef`, or else one the mirror owns, named after it, which runs with the launcher, image,
+    service account, resources and Spark settings given here."""
     delivery: Delivery = Delivery()
     """Delivery guarantee."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -9,17 +10,22 @@ from typing import Any
 from federator import reasons
 from federator.failover.publishing import dns_record_sets, endpoints_config_map
 from federator.failover.state import GroupState, step
+from federator.planning.application import MemberPlan, application_name, plan_application, plan_member_task
 from federator.planning.errors import PlanningError
+from federator.planning.following import Following
 from federator.planning.launchers import render_spark_application
 from federator.planning.mirror import plan_mirror
-from federator.planning.task import Owner, plan_replication_task
+from federator.planning.task import Owner, plan_replication_task, task_arguments
 from federator.settings import OperatorSettings
-from federator.validation import Problem, check_document
+from federator.validation import Problem, Verdict, check_document
 from federator.validation.documents import Document
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.kinds import REPLICATION_APPLICATION, REPLICATION_TASK
+from federator_contract.api.replicationapplication import ReplicationApplicationSpec
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
+from federator_contract.taskconfig import TaskConfig
 
 
 @dataclass
@@ -43,22 +49,71 @@ class Preview:
 SINCE_PLACEHOLDER = "<the time of the switch>"
 
 
+Members = Mapping[tuple[str, str], Sequence[TaskConfig]]
+"""(namespace, ReplicationApplication) → the task configs of its members among the documents."""
+
+
+def preview_documents(docs: Sequence[Document], settings: OperatorSettings) -> list[Preview]:
+    """The previews of documents rendered together: a ReplicationApplication's Spark application is
+    rendered with the member tasks (`spec.runtime.applicationRef`) among them, as the operator would once
+    they are all applied."""
+    verdicts = [(doc, check_document(doc)) for doc in docs]
+    members = member_configs([v.admitted for _, v in verdicts if v.ours and not v.problems], settings)
+    previews = [_from_verdict(doc, verdict, settings, members) for doc, verdict in verdicts]
+    return [p for p in previews if p is not None]
+
+
 def preview_document(doc: Document, settings: OperatorSettings) -> Preview | None:
     """None for documents that are not Federator resources. Refuses exactly what `federator validate`
-    refuses; plans the object as the API server would store it (nulls pruned, defaults applied)."""
-    verdict = check_document(doc)
+    refuses; plans the object as the API server would store it (nulls pruned, defaults applied). A
+    ReplicationApplication alone has no members (`preview_documents` renders it with them)."""
+    return _from_verdict(doc, check_document(doc), settings, {})
+
+
+def _from_verdict(
+    doc: Document, verdict: Verdict, settings: OperatorSettings, members: Members
+) -> Preview | None:
     if not verdict.ours:
         return None
     if verdict.problems or verdict.kind is None or verdict.admitted is None:
         detail = "; ".join(str(p) for p in verdict.problems)
         return Preview(doc.label, reason=reasons.INVALID_SPEC, message=detail)
-    preview = _preview(doc.label, verdict.kind.kind, verdict.admitted, settings)
+    preview = _preview(doc.label, verdict.kind.kind, verdict.admitted, settings, members)
     preview.warnings = verdict.warnings
     return preview
 
 
-def _preview(label: str, kind: str, body: dict[str, Any], settings: OperatorSettings) -> Preview:
+def member_configs(bodies: Sequence[dict[str, Any] | None], settings: OperatorSettings) -> Members:
+    """The task config of each admitted member task among ``bodies``, by its application. A member that
+    cannot be planned is left out (its own preview says why)."""
+    found: dict[tuple[str, str], list[TaskConfig]] = {}
+    for body in bodies:
+        if body is None or body.get("kind") != REPLICATION_TASK.kind:
+            continue
+        spec = ReplicationTaskSpec.model_validate(body["spec"])
+        meta = body["metadata"]
+        if application_name(spec) is None:
+            continue
+        try:
+            member = _member(meta, spec, settings)
+        except PlanningError:
+            continue
+        found.setdefault((member.task_config.namespace, member.application), []).append(member.task_config)
+    return found
+
+
+def _member(meta: dict[str, Any], spec: ReplicationTaskSpec, settings: OperatorSettings) -> MemberPlan:
+    return plan_member_task(**task_arguments(meta, Following(spec), settings))
+
+
+def _preview(
+    label: str, kind: str, body: dict[str, Any], settings: OperatorSettings, members: Members
+) -> Preview:
     meta = body["metadata"]
+    if kind == REPLICATION_APPLICATION.kind:
+        return _application(
+            label, meta, ReplicationApplicationSpec.model_validate(body["spec"]), settings, members
+        )
     if kind == "FailoverGroup":
         return _failover_group(label, meta, FailoverGroupSpec.model_validate(body["spec"]))
     if kind == "ServiceBusMirror":
@@ -67,9 +122,16 @@ def _preview(label: str, kind: str, body: dict[str, Any], settings: OperatorSett
             namespace=meta.get("namespace", "default"),
             spec=ServiceBusMirrorSpec.model_validate(body["spec"]),
             uid=meta.get("uid"),
+            shared_application=True,
         )
-        return Preview(label, mirror.tasks, provisioning=mirror.provisioning())
+        owned = [mirror.application] if mirror.application is not None else []
+        return Preview(label, [*owned, *mirror.tasks], provisioning=mirror.provisioning())
     spec = ReplicationTaskSpec.model_validate(body["spec"])
+    if application_name(spec) is not None:
+        try:
+            return Preview(label, [_member(meta, spec, settings).config_map])
+        except PlanningError as err:
+            return Preview(label, reason=err.reason, message=err.message)
     try:
         plan = plan_replication_task(
             name=meta["name"],
@@ -83,6 +145,29 @@ def _preview(label: str, kind: str, body: dict[str, Any], settings: OperatorSett
     except PlanningError as err:
         return Preview(label, reason=err.reason, message=err.message)
     return Preview(label, [plan.config_map, render_spark_application(plan.launcher, plan.spark_app)])
+
+
+def _application(
+    label: str,
+    meta: dict[str, Any],
+    spec: ReplicationApplicationSpec,
+    settings: OperatorSettings,
+    members: Members,
+) -> Preview:
+    """The application's Spark application, with its members among the documents rendered together."""
+    namespace = meta.get("namespace", "default")
+    try:
+        plan = plan_application(
+            name=meta["name"],
+            namespace=namespace,
+            spec=spec,
+            members=members.get((namespace, meta["name"]), ()),
+            settings=settings,
+            uid=meta.get("uid"),
+        )
+    except PlanningError as err:
+        return Preview(label, reason=err.reason, message=err.message)
+    return Preview(label, [render_spark_application(plan.launcher, plan.spark_app)])
 
 
 def _failover_group(label: str, meta: dict[str, Any], spec: FailoverGroupSpec) -> Preview:

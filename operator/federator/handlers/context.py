@@ -22,6 +22,7 @@ from federator.kube.reads import ClusterReads
 from federator.planning.task import MANAGED_BY
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.schedule import ProvisionSchedule
+from federator.reconcile.replicationapplication import ApplicationMemory
 from federator.reconcile.replicationtask import TaskMemory
 from federator.reconcile.replicationtask_source import SourceProbes
 from federator.settings import OperatorSettings
@@ -44,6 +45,8 @@ class ObjectState:
     """When a mirror's members are read again."""
     task: TaskMemory = field(default_factory=TaskMemory)
     """A task's spec as parsed and children as planned."""
+    application: ApplicationMemory = field(default_factory=ApplicationMemory)
+    """A ReplicationApplication's Spark application as last planned."""
 
 
 class ObjectRegistry:
@@ -86,11 +89,8 @@ class OperatorContext:
         serve_metrics: bool = True,
     ) -> None:
         self.settings = settings or OperatorSettings.from_env()
-        self.management = management or ManagementEnvironment(
-            arm_endpoint=self.settings.arm_endpoint,
-            connection_verify=self.settings.ca_bundle or True,
-            drift_interval_seconds=self.settings.drift_interval_seconds,
-        )
+        # The installer's scope: ARM work signs in as the operator only where it allows (provision/scope.py).
+        self.management = management or ManagementEnvironment.for_operator(self.settings)
         self.serve_metrics = serve_metrics
         """Whether start-up serves the operator's metrics endpoint (tests run several operators)."""
         scope = CredentialScope.from_settings(self.settings)

@@ -9,6 +9,8 @@ from typing import Any
 import kopf
 
 from federator.handlers.context import OperatorContext
+from federator.status.results import Result
+from federator_contract.api.base import ObjectStatus
 
 
 async def pause(stopped: kopf.DaemonStopped, seconds: float, wakeup: asyncio.Event | None = None) -> None:
@@ -53,3 +55,17 @@ async def observe_every_interval(
             if context.stopping:
                 return
             raise
+
+
+def settled_passes(
+    body: kopf.Body, run: Callable[[], Awaitable[Result]]
+) -> Callable[[], Awaitable[dict[str, Any] | None]]:
+    """The observe pass of a spec-reconciled kind: ``run``'s status patch, or None while the spec handler
+    has a generation in hand (observing it now would race the handler's write)."""
+
+    async def one_pass() -> dict[str, Any] | None:
+        if ObjectStatus.model_validate(dict(body.status)).observed_generation != body.meta.get("generation"):
+            return None
+        return (await run()).status_patch
+
+    return one_pass

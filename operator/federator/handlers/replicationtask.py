@@ -7,14 +7,14 @@ from typing import Any
 
 import kopf
 
-from federator import metrics, reasons
+from federator import metrics
 from federator.handlers.context import OperatorContext
-from federator.handlers.pacing import observe_every_interval
-from federator.handlers.reporting import report
+from federator.handlers.pacing import observe_every_interval, settled_passes
+from federator.handlers.reporting import report, report_deletion, settle
 from federator.kube.resources import REPLICATION_TASKS as TASKS
 from federator.reconcile.replicationtask import delete_children, reconcile
 from federator.status.results import Result
-from federator_contract.api.base import GROUP, VERSION, ObjectStatus
+from federator_contract.api.base import GROUP, VERSION
 
 RESOURCE = (GROUP, VERSION, "replicationtasks")
 KIND = "ReplicationTask"
@@ -24,11 +24,7 @@ KIND = "ReplicationTask"
 @kopf.on.update(*RESOURCE, field="spec")
 @kopf.on.resume(*RESOURCE)
 async def apply(body: kopf.Body, patch: kopf.Patch, memo: OperatorContext, **_: Any) -> None:
-    result = await _reconcile(body, memo)
-    for key, value in result.status_patch.items():
-        patch.status[key] = value
-    if result.retry_after is not None:
-        raise kopf.TemporaryError(f"waiting: {result.blocked_by}", delay=result.retry_after)
+    settle(await _reconcile(body, memo), patch)
 
 
 # A pass in flight (its source probe) is let finish: cancelling the SDKs mid-connection leaks sockets.
@@ -36,23 +32,14 @@ async def apply(body: kopf.Body, patch: kopf.Patch, memo: OperatorContext, **_: 
 async def observe(body: kopf.Body, memo: OperatorContext, stopped: kopf.DaemonStopped, **_: Any) -> None:
     """Keeps status fresh (the Spark application's state) and puts back children changed by hand; a switch
     of a followed group wakes it (handlers/followers.py), so it plans onto the new member at once."""
-
-    async def one_pass() -> dict[str, Any] | None:
-        if ObjectStatus.model_validate(dict(body.status)).observed_generation != body.meta.get("generation"):
-            return None  # the spec handler has this generation in hand; observing now would race its write
-        return (await _reconcile(body, memo)).status_patch
-
+    one_pass = settled_passes(body, lambda: _reconcile(body, memo))
     path = TASKS.path(body.meta["namespace"], body.meta["name"], "status")
     await observe_every_interval(memo, body, stopped, path, one_pass, memo.objects.of(body).wakeup)
 
 
 @kopf.on.delete(*RESOURCE)
 async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
-    deleted = await delete_children(memo.client, dict(body))
-    if deleted:
-        kopf.info(body, reason=reasons.DELETED, message="deleted " + ", ".join(deleted))
-    memo.objects.forget(body)
-    metrics.record_conditions(KIND, body.meta["namespace"], body.meta["name"], None)
+    report_deletion(KIND, body, memo, await delete_children(memo.client, dict(body)))
 
 
 async def _reconcile(body: kopf.Body, memo: OperatorContext) -> Result:

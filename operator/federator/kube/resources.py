@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from federator_contract.api.kinds import FAILOVER_GROUP, REPLICATION_TASK, SERVICE_BUS_MIRROR, Kind
+from federator_contract.api.kinds import (
+    FAILOVER_GROUP,
+    REPLICATION_APPLICATION,
+    REPLICATION_TASK,
+    SERVICE_BUS_MIRROR,
+    Kind,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,7 @@ class ResourceRef:
 REPLICATION_TASKS = ResourceRef.of(REPLICATION_TASK)
 SERVICE_BUS_MIRRORS = ResourceRef.of(SERVICE_BUS_MIRROR)
 FAILOVER_GROUPS = ResourceRef.of(FAILOVER_GROUP)
+REPLICATION_APPLICATIONS = ResourceRef.of(REPLICATION_APPLICATION)
 
 CONFIGMAPS = ResourceRef("v1", "configmaps")
 SECRETS = ResourceRef("v1", "secrets")

@@ -1,4 +1,4 @@
-"""What the plugin reads and writes in the cluster, over the operator's own REST client: Federator's three
+"""What the plugin reads and writes in the cluster, over the operator's own REST client: Federator's
 kinds, the Spark pods and Events around them. Errors become `PluginError`s with a message for a human."""
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from federator import __version__
 from federator.kube.client import ApiError, KubeClient, open_session
 from federator.kube.resources import EVENTS, NAMESPACES, PODS, ResourceRef
 from federator.kubectl.kubeconfig import Target
-from federator.planning.task import MANAGED_BY
+from federator.kubectl.model import Obj, meta
+from federator.planning.launchers import LAUNCHERS
+from federator.planning.task import APPLICATION_LABEL, MANAGED_BY
 from federator_contract.api.kinds import BY_KIND, KINDS, Kind
 
-Obj = dict[str, Any]
-
-SPARK_APPLICATIONS = (
-    ResourceRef("sparkoperator.k8s.io/v1beta2", "sparkapplications"),
-    ResourceRef("spark.apache.org/v1", "sparkapplications"),
-)
+SPARK_APPLICATIONS = tuple(ResourceRef(m.API_VERSION, m.PLURAL) for m in LAUNCHERS.values())
+"""The Spark applications of every launcher the operator can render a task with."""
 TASK_LABEL = "federator.io/replication-task"
 # The chart's operator Deployment (charts/federator/templates/_helpers.tpl, selectorLabels).
 OPERATOR_SELECTOR = "app.kubernetes.io/name=federator,app.kubernetes.io/component=operator"
@@ -75,6 +73,9 @@ class Snapshot:
     mirrors: list[Obj] = field(default_factory=list)
     tasks: list[Obj] = field(default_factory=list)
     spark_pods: list[Obj] = field(default_factory=list)
+    """Of tasks running on their own (label `federator.io/replication-task`) and of ReplicationApplications
+    (label `federator.io/application`)."""
+    applications: list[Obj] = field(default_factory=list)
 
 
 class Cluster:
@@ -127,8 +128,18 @@ class Cluster:
             groups=await self.items(ref_of(BY_KIND["FailoverGroup"]), namespace),
             mirrors=await self.items(ref_of(BY_KIND["ServiceBusMirror"]), namespace),
             tasks=await self.items(ref_of(BY_KIND["ReplicationTask"]), namespace),
-            spark_pods=await self.items(PODS, namespace, TASK_LABEL),
+            spark_pods=await self._spark_pods(namespace),
+            # Not required: Federator's CRDs may predate the kind (an operator not yet upgraded).
+            applications=await self.items(
+                ref_of(BY_KIND["ReplicationApplication"]), namespace, required=False
+            ),
         )
+
+    async def _spark_pods(self, namespace: str | None) -> list[Obj]:
+        found: dict[tuple[str, str], Obj] = {}
+        for label in (TASK_LABEL, APPLICATION_LABEL):
+            found.update((meta(p), p) for p in await self.items(PODS, namespace, label))
+        return list(found.values())
 
     async def events(self, namespace: str | None) -> list[Obj]:
         return await self.items(EVENTS, namespace)

@@ -13,6 +13,7 @@ from pydantic.dataclasses import dataclass
 
 from federator_contract.api.base import Condition, ObjectStatus
 from federator_contract.api.failovergroup import FailoverGroupStatus, ProbeResult
+from federator_contract.api.replicationapplication import ReplicationApplicationStatus
 from federator_contract.api.replicationtask import ReplicationTaskStatus
 from federator_contract.api.servicebusmirror import ServiceBusMirrorStatus
 
@@ -123,6 +124,17 @@ def task_status(task: Obj) -> ReplicationTaskStatus:
 
 def mirror_status(mirror: Obj) -> ServiceBusMirrorStatus:
     return typed_status(mirror, ServiceBusMirrorStatus)
+
+
+def application_status(application: Obj) -> ReplicationApplicationStatus:
+    return typed_status(application, ReplicationApplicationStatus)
+
+
+def application_of(task: Obj) -> str | None:
+    """The ReplicationApplication (of the task's namespace) the task runs in: `spec.runtime.applicationRef`;
+    None for a task with a Spark application of its own."""
+    ref = (spec_of(task).get("runtime") or {}).get("applicationRef") or {}
+    return str(ref["name"]) if ref.get("name") else None
 
 
 def conditions(obj: Obj) -> list[ConditionView]:

@@ -71,7 +71,7 @@ async def collect(cluster: Cluster, out: str | None, namespace: str | None, tail
     console = output.console(stderr=True)
     path = destination(out)
     snapshot = await cluster.snapshot(namespace)
-    ours = [*snapshot.groups, *snapshot.mirrors, *snapshot.tasks]
+    ours = [*snapshot.groups, *snapshot.mirrors, *snapshot.applications, *snapshot.tasks]
     if not ours:
         await cluster.require_namespace(namespace)
     namespaces = sorted({meta(o)[0] for o in ours} | ({namespace} if namespace else set()))

@@ -1,10 +1,13 @@
 """`kubectl federator status`: one tree per FailoverGroup (members and probes → tasks following it → Spark
-→ lag) and per ServiceBusMirror (members, entities and rules → pairs → tasks), then the other tasks.
+→ lag), per ServiceBusMirror (members, entities and rules → pairs → tasks) and per ReplicationApplication
+(Spark → the member tasks no group or mirror shows), then the other tasks. A task's row names the
+application it runs in.
 Built once as typed views (status_views.py; `-o json|yaml` prints their `to_dict()`), then drawn as a rich
 tree; worst first."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -23,6 +26,8 @@ from federator.kubectl.model import (
     WARNING,
     Obj,
     ago,
+    application_of,
+    application_status,
     following_groups,
     group_status,
     lag_of,
@@ -35,6 +40,8 @@ from federator.kubectl.model import (
     worst_first,
 )
 from federator.kubectl.status_views import (
+    ApplicationMemberView,
+    ApplicationView,
     EntityView,
     GroupView,
     MemberView,
@@ -48,20 +55,24 @@ from federator.kubectl.status_views import (
     TaskView,
 )
 from federator.planning.mirror import plan_mirror
+from federator.planning.task import APPLICATION_LABEL
+from federator_contract.api.replicationapplication import SparkApplicationStatus
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 
 MIRROR_LABEL = "federator.io/servicebusmirror"
+OUR_KINDS = "FailoverGroups, ServiceBusMirrors, ReplicationApplications or ReplicationTasks"
+"""What status shows, as an empty namespace names them."""
 
 
 def build(snapshot: Snapshot) -> StatusView:
     """The status of everything in the snapshot (what `-o json|yaml` prints, as `to_dict()`)."""
-    pods = _pods_by_task(snapshot.spark_pods)
-    shown: set[tuple[str, str]] = set()
+    pods = _pods_by(TASK_LABEL, snapshot.spark_pods)
+    shown: dict[tuple[str, str], str] = {}  # task → the first tree that draws it
     groups = []
     for group in worst_first(snapshot.groups):
         ns, name = meta(group)
         following = [t for t in snapshot.tasks if meta(t)[0] == ns and name in following_groups(t)]
-        shown.update(meta(t) for t in following)
+        _shown_under(shown, following, f"FailoverGroup {ns}/{name}")
         groups.append(
             _group(group, [_task(t, pods, following_groups(t)[name]) for t in worst_first(following)])
         )
@@ -73,14 +84,27 @@ def build(snapshot: Snapshot) -> StatusView:
             for t in snapshot.tasks
             if meta(t)[0] == ns and ((t.get("metadata") or {}).get("labels") or {}).get(MIRROR_LABEL) == name
         }
-        shown.update((ns, n) for n in owned)
+        _shown_under(shown, owned.values(), f"ServiceBusMirror {ns}/{name}")
         mirrors.append(_mirror(mirror, owned, pods))
+    app_pods = _pods_by(APPLICATION_LABEL, snapshot.spark_pods)
+    applications = []
+    for application in worst_first(snapshot.applications):
+        ns, name = meta(application)
+        members = [t for t in snapshot.tasks if meta(t)[0] == ns and application_of(t) == name]
+        applications.append(_application(application, worst_first(members), shown, pods, app_pods))
+        _shown_under(shown, members, f"ReplicationApplication {ns}/{name}")
     others = [t for t in worst_first(snapshot.tasks) if meta(t) not in shown]
     return StatusView(
         failover_groups=groups,
         service_bus_mirrors=mirrors,
+        replication_applications=applications,
         replication_tasks=[_task(t, pods, None) for t in others],
     )
+
+
+def _shown_under(shown: dict[tuple[str, str], str], tasks: Iterable[Obj], where: str) -> None:
+    for task in tasks:
+        shown.setdefault(meta(task), where)
 
 
 def _group(group: Obj, tasks: list[TaskView]) -> GroupView:
@@ -163,28 +187,58 @@ def _planned_rules(mirror: Obj) -> dict[tuple[str, str], list[dict[str, str]]]:
     return found
 
 
-def _pods_by_task(pods: list[Obj]) -> dict[tuple[str, str], list[Obj]]:
+def _application(
+    application: Obj,
+    members: list[Obj],
+    shown: dict[tuple[str, str], str],
+    pods: dict[tuple[str, str], list[Obj]],
+    app_pods: dict[tuple[str, str], list[Obj]],
+) -> ApplicationView:
+    """The application and its member tasks: drawn here in full unless a group or a mirror draws them."""
+    views = [
+        ApplicationMemberView(
+            name=meta(t)[1],
+            shown_under=shown.get(meta(t)),
+            task=None if meta(t) in shown else _task(t, pods, None),
+        )
+        for t in members
+    ]
+    status = application_status(application)
+    return ApplicationView(
+        **ResourceView.fields_of(application),
+        scheduling=(spec_of(application).get("scheduling") or {}).get("mode") or "FAIR",
+        spark_application=_spark(status.spark_application, app_pods.get(meta(application), [])),
+        members=views,
+    )
+
+
+def _pods_by(label: str, pods: list[Obj]) -> dict[tuple[str, str], list[Obj]]:
+    """Pods by (namespace, the value of `label`): the task or the application they run."""
     found: dict[tuple[str, str], list[Obj]] = {}
     for pod in pods:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        found.setdefault((meta(pod)[0], labels.get(TASK_LABEL, "")), []).append(pod)
+        value = ((pod.get("metadata") or {}).get("labels") or {}).get(label)
+        if value:
+            found.setdefault((meta(pod)[0], value), []).append(pod)
     return found
+
+
+def _spark(app: SparkApplicationStatus | None, pods: list[Obj]) -> SparkView:
+    return SparkView(
+        api_version=app.api_version if app else None,
+        name=app.name if app else None,
+        state=app.state if app else None,
+        pods=[_pod(p) for p in sorted(pods, key=_driver_first)],
+    )
 
 
 def _task(task: Obj, pods: dict[tuple[str, str], list[Obj]], follows: str | None) -> TaskView:
     status = task_status(task)
-    app = status.spark_application
-    spark = SparkView(
-        api_version=app.api_version if app else None,
-        name=app.name if app else None,
-        state=app.state if app else None,
-        pods=[_pod(p) for p in sorted(pods.get(meta(task), []), key=_driver_first)],
-    )
     return TaskView(
         **ResourceView.fields_of(task),
         follows=follows,
+        application=application_of(task),
         active_source_member=status.active_source_member,
-        spark_application=spark,
+        spark_application=_spark(status.spark_application, pods.get(meta(task), [])),
         events_dead_lettered=status.events_dead_lettered,
         lag=lag_of(task),
     )
@@ -221,6 +275,7 @@ def render(data: StatusView, now: datetime | None = None, where: str = "") -> Re
     parts: list[RenderableType] = []
     parts += [_draw_group(g, now) for g in data.failover_groups]
     parts += [_draw_mirror(m, now) for m in data.service_bus_mirrors]
+    parts += [_draw_application(a, now) for a in data.replication_applications]
     if data.replication_tasks:
         tree = Tree(Text("ReplicationTasks", style="bold"))
         for task in data.replication_tasks:
@@ -228,7 +283,7 @@ def render(data: StatusView, now: datetime | None = None, where: str = "") -> Re
         parts.append(tree)
     if not parts:
         scope = f" in {where}" if where else ""
-        return Text(f"No FailoverGroups, ServiceBusMirrors or ReplicationTasks found{scope}.")
+        return Text(f"No {OUR_KINDS} found{scope}.")
     return Group(*parts)
 
 
@@ -352,28 +407,58 @@ def _draw_mirror(mirror: MirrorView, now: datetime) -> Tree:
     return tree
 
 
+def _draw_application(application: ApplicationView, now: datetime) -> Tree:
+    count = len(application.members)
+    tree = Tree(
+        _title(application, f"{application.scheduling} · {count} member task{'' if count == 1 else 's'}")
+    )
+    _draw_conditions(tree, application)
+    _draw_spark(tree, application.spark_application)
+    if not application.members:
+        tree.add(Text("no ReplicationTask names it in spec.runtime.applicationRef", style="dim"))
+        return tree
+    members = tree.add(Text(f"ReplicationTasks running in {application.name}", style="bold"))
+    for member in application.members:
+        if member.task is not None:
+            _draw_task(members, member.task, now)
+        else:
+            where = f"{application.namespace}/{member.name}"
+            members.add(
+                Text.assemble(
+                    ("ReplicationTask ", "bold"), where, (f"  shown under {member.shown_under}", "dim")
+                )
+            )
+    return tree
+
+
+def _draw_spark(node: Tree, app: SparkView) -> None:
+    if not app.name:
+        return
+    spark = node.add(
+        Text.assemble(
+            ("Spark ", "bold"), f"{app.api_version} {app.name}: ", (app.state or "no state yet", "bold")
+        )
+    )
+    for pod in app.pods:
+        line = Text(f"{pod.role or 'pod'} {pod.name} {pod.phase}")
+        if pod.restarts:
+            line.append(f", {pod.restarts} restarts", style="yellow")
+        if pod.reason:
+            line.append(f" ({pod.reason})", style="red")
+        spark.add(line)
+
+
 def _draw_task(parent: Tree, task: TaskView, now: datetime) -> None:
     extra = []
     if task.follows:
         extra.append(f"its {task.follows} follow{'s' if task.follows == 'source' else ''} the group")
     if task.active_source_member:
         extra.append(f"source member {task.active_source_member}")
+    if task.application:
+        extra.append(f"application {task.application}")
     node = parent.add(_title(task, " · ".join(extra)))
     _draw_conditions(node, task)
-    app = task.spark_application
-    if app.name:
-        spark = node.add(
-            Text.assemble(
-                ("Spark ", "bold"), f"{app.api_version} {app.name}: ", (app.state or "no state yet", "bold")
-            )
-        )
-        for pod in app.pods:
-            line = Text(f"{pod.role or 'pod'} {pod.name} {pod.phase}")
-            if pod.restarts:
-                line.append(f", {pod.restarts} restarts", style="yellow")
-            if pod.reason:
-                line.append(f" ({pod.reason})", style="red")
-            spark.add(line)
+    _draw_spark(node, task.spark_application)
     for row in task.lag:
         if row.seconds_behind is None and row.events_behind is None and row.events_replicated is None:
             node.add(Text.assemble(("Lag ", "bold"), ("no figures yet (no batch reported)", "dim")))

@@ -80,6 +80,8 @@ class SparkView(View):
 class TaskView(ResourceView):
     follows: str | None
     """What of the task follows the group it is shown under: `source`, `targets` or both."""
+    application: str | None = None
+    """The ReplicationApplication the task's query runs in; None: a Spark application of its own."""
     active_source_member: str | None
     spark_application: SparkView
     events_dead_lettered: int | None
@@ -134,7 +136,23 @@ class MirrorView(ResourceView):
     pairs: list[PairView]
 
 
+class ApplicationMemberView(View):
+    name: str
+    shown_under: str | None
+    """Where the task is drawn in full when a FailoverGroup or a ServiceBusMirror shows it (`task` None)."""
+    task: TaskView | None
+
+
+class ApplicationView(ResourceView):
+    scheduling: str
+    """How the members' queries share the executors: `FAIR` or `FIFO`."""
+    spark_application: SparkView
+    members: list[ApplicationMemberView]
+    """Every ReplicationTask that names the application, worst first."""
+
+
 class StatusView(View):
     failover_groups: list[GroupView]
     service_bus_mirrors: list[MirrorView]
+    replication_applications: list[ApplicationView] = []
     replication_tasks: list[TaskView]

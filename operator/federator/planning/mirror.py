@@ -1,5 +1,8 @@
 """A ServiceBusMirror → the Service Bus subscriptions, rules and queues to provision on its members, and
-the ReplicationTasks that move the messages (owned by the mirror)."""
+the ReplicationTasks that move the messages (owned by the mirror). In a cluster the tasks share one Spark
+application: the ReplicationApplication the task template names, or else one the mirror owns, named after
+it, which takes the template's launcher, image, service account, resources and Spark settings (the tasks
+keep their query settings)."""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ from typing import Any
 from federator.planning.names import bounded
 from federator.planning.task import Owner
 from federator_contract.api.base import API_VERSION, QueueOrSubscription
+from federator_contract.api.replicationapplication import APPLICATION_FIELDS
 from federator_contract.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
 from federator_contract.sql import format_timespan
 
+MIRROR_LABEL = "federator.io/servicebusmirror"  # on what a mirror generates
 TASK_NAME_LIMIT = 50  # ReplicationTask names (their Spark driver pods add a suffix)
 SUBSCRIPTION_NAME_LIMIT = 50  # Service Bus
 REPLICATION_RULE = "replication"
@@ -64,6 +69,9 @@ class MirrorPlan:
     subscriptions: list[SubscriptionPlan] = field(default_factory=list)
     queues: list[QueuePlan] = field(default_factory=list)
     pairs: list[Pair] = field(default_factory=list)
+    application: dict[str, Any] | None = None
+    """The ReplicationApplication the mirror owns for its tasks; None when the template names one (or the
+    plan is local mode's, whose mirror runs its tasks in one host of its own)."""
 
     @property
     def tasks(self) -> list[dict[str, Any]]:
@@ -103,25 +111,33 @@ def property_reference(name: str) -> str:
 
 
 def plan_mirror(
-    *, name: str, namespace: str, spec: ServiceBusMirrorSpec, uid: str | None = None
+    *,
+    name: str,
+    namespace: str,
+    spec: ServiceBusMirrorSpec,
+    uid: str | None = None,
+    shared_application: bool = False,
 ) -> MirrorPlan:
-    """Everything the mirror provisions and generates. Pure; the same spec always gives the same plan."""
+    """Everything the mirror provisions and generates. Pure; the same spec always gives the same plan.
+    ``shared_application`` (a cluster): the tasks run in the ReplicationApplication the template names, or
+    in one the mirror owns (`MirrorPlan.application`)."""
     owner = Owner(API_VERSION, "ServiceBusMirror", name, uid) if uid else None
     marker = f"federator.io/servicebusmirror={namespace}/{name}"
     members = {m.name: m for m in spec.members}
-    plan = MirrorPlan()
+    template, application = task_template(name, namespace, spec, owner, shared_application)
+    plan = MirrorPlan(application=application)
     match spec.pattern:
         case "allActive":
             pairs = [(a, b) for a in members for b in members if a != b]
-            _replicate_topics(plan, name, namespace, spec, members, pairs, marker, owner, ttl=None)
+            _replicate_topics(plan, name, namespace, spec, template, members, pairs, marker, owner, ttl=None)
         case "activePassive":
             assert spec.active_passive is not None  # the CRD's CEL rule guarantees it
             primary = spec.active_passive.primary_member
             pairs = [(primary, b) for b in members if b != primary]
             ttl = timedelta(seconds=spec.active_passive.time_to_live_seconds)
-            _replicate_topics(plan, name, namespace, spec, members, pairs, marker, owner, ttl=ttl)
+            _replicate_topics(plan, name, namespace, spec, template, members, pairs, marker, owner, ttl=ttl)
         case "spillover":
-            _spill(plan, name, namespace, spec, members, marker, owner)
+            _spill(plan, name, namespace, spec, template, members, marker, owner)
     return plan
 
 
@@ -130,6 +146,7 @@ def _replicate_topics(
     name: str,
     namespace: str,
     spec: ServiceBusMirrorSpec,
+    template: dict[str, Any],
     members: dict[str, MirrorMember],
     pairs: list[tuple[str, str]],
     marker: str,
@@ -167,7 +184,7 @@ def _replicate_topics(
             ],
         }
         plan.pairs.append(
-            Pair(source, target, _task(name, namespace, spec, source, target, task_spec, owner))
+            Pair(source, target, _task(name, namespace, template, source, target, task_spec, owner))
         )
 
 
@@ -176,6 +193,7 @@ def _spill(
     name: str,
     namespace: str,
     spec: ServiceBusMirrorSpec,
+    template: dict[str, Any],
     members: dict[str, MirrorMember],
     marker: str,
     owner: Owner | None,
@@ -210,7 +228,7 @@ def _spill(
                 },
             }
             suffix = f"-{index}" if len(settings.entities) > 1 else ""
-            task = _task(name, namespace, spec, source, target + suffix, task_spec, owner)
+            task = _task(name, namespace, template, source, target + suffix, task_spec, owner)
             plan.pairs.append(Pair(source, target, task))
 
 
@@ -234,28 +252,53 @@ def _connection(member: MirrorMember) -> dict[str, Any]:
     return member.connection.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+def task_template(
+    mirror: str, namespace: str, spec: ServiceBusMirrorSpec, owner: Owner | None, shared_application: bool
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """What every generated task's spec gets from the template, and the ReplicationApplication the mirror
+    owns for them (None: none). Without an `applicationRef` in the template, the application-level runtime
+    fields move to the mirror's application and the tasks name it."""
+    template = spec.task_template.model_dump(
+        by_alias=True, exclude_defaults=True, exclude_none=True, mode="json"
+    )
+    runtime = dict(template.get("runtime") or {})
+    if not shared_application or "applicationRef" in runtime:
+        return template, None
+    app_spec = {wire: runtime.pop(wire) for wire in APPLICATION_FIELDS.values() if wire in runtime}
+    runtime["applicationRef"] = {"name": mirror}
+    application = {
+        "apiVersion": API_VERSION,
+        "kind": "ReplicationApplication",
+        "metadata": _generated_meta(mirror, mirror, namespace, owner),
+        "spec": app_spec,
+    }
+    return {**template, "runtime": runtime}, application
+
+
+def _generated_meta(name: str, mirror: str, namespace: str, owner: Owner | None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": {"app.kubernetes.io/managed-by": "federator", MIRROR_LABEL: mirror},
+    }
+    if owner is not None:
+        metadata["ownerReferences"] = [owner.reference()]
+    return metadata
+
+
 def _task(
     mirror: str,
     namespace: str,
-    spec: ServiceBusMirrorSpec,
+    template: dict[str, Any],
     source: str,
     target: str,
     task_spec: dict[str, Any],
     owner: Owner | None,
 ) -> dict[str, Any]:
-    template = spec.task_template.model_dump(
-        by_alias=True, exclude_defaults=True, exclude_none=True, mode="json"
-    )
-    metadata: dict[str, Any] = {
-        "name": bounded(f"{mirror}-{source}-{target}", TASK_NAME_LIMIT),
-        "namespace": namespace,
-        "labels": {"app.kubernetes.io/managed-by": "federator", "federator.io/servicebusmirror": mirror},
-    }
-    if owner is not None:
-        metadata["ownerReferences"] = [owner.reference()]
+    name = bounded(f"{mirror}-{source}-{target}", TASK_NAME_LIMIT)
     return {
         "apiVersion": API_VERSION,
         "kind": "ReplicationTask",
-        "metadata": metadata,
+        "metadata": _generated_meta(name, mirror, namespace, owner),
         "spec": {**task_spec, **template},
     }

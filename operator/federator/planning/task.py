@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -37,6 +37,10 @@ CHECKPOINT_MOUNT = "/var/lib/federator/checkpoint"
 CONFIG_MAP_DIR = "/etc/federator/config-maps"  # editor documents: <dir>/<ConfigMap>/<key>
 
 MANAGED_BY = "federator"
+# The label on a shared application's pods and Spark application, and on its members' task ConfigMaps: the
+# driver selects its task configs by it (`--task-configmaps federator.io/application=<name>`).
+APPLICATION_LABEL = "federator.io/application"
+TASK_LABEL = "federator.io/replication-task"  # on a task's children and its own application's pods
 # The label the AKS workload identity webhook looks for: it projects the service account's token into such
 # pods and sets AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE and AZURE_AUTHORITY_HOST.
 WORKLOAD_IDENTITY_LABEL = "azure.workload.identity/use"
@@ -115,10 +119,18 @@ class SparkAppPlan:
     executor_instances: int
     executor: SparkResources
     spark_conf: dict[str, str]
-    config_map: str
+    config_map: str | None
+    """The task ConfigMap mounted at TASK_CONFIG_DIR; None for a shared application, whose driver reads
+    its members' ConfigMaps through the API (planning/application.py)."""
     secrets: list[SecretBinding] = field(default_factory=list)
     config_map_files: list[ConfigMapFile] = field(default_factory=list)
     checkpoint_pvc: PvcMount | None = None
+    checkpoint_claims: list[str] = field(default_factory=list)
+    """Claims mounted whole at `CHECKPOINT_MOUNT/<claim>` (a shared application: each member's checkpoint
+    is a directory on one of them, so a member joining on a known claim changes no pod)."""
+    optional_references: bool = False
+    """Secret keys are optional for the kubelet: a shared application's pods start even while one member's
+    Secret is missing (that member alone stalls, named by its own pass)."""
     metrics_port: int = 9464
     workload_identities: list[IdentityUse] = field(default_factory=list)
 
@@ -139,6 +151,53 @@ class TaskPlan:
     spark_app: SparkAppPlan
 
 
+class TaskArguments(TypedDict):
+    """What a task is planned from (`plan_replication_task`, `task_parts`, a shared application's member's
+    `plan_member_task`)."""
+
+    name: str
+    namespace: str
+    spec: ReplicationTaskSpec
+    settings: OperatorSettings
+    uid: NotRequired[str | None]
+    generation: NotRequired[int | None]
+    local: NotRequired[bool]
+    following: NotRequired[Following | None]
+    annotations: NotRequired[Mapping[str, str] | None]
+
+
+def task_arguments(
+    meta: Mapping[str, Any], following: Following, settings: OperatorSettings
+) -> TaskArguments:
+    """The arguments of a task object (its metadata) whose spec, its followed groups' members in place, is
+    ``following.spec``."""
+    return TaskArguments(
+        name=meta["name"],
+        namespace=meta.get("namespace", "default"),
+        spec=following.spec,
+        settings=settings,
+        uid=meta.get("uid"),
+        generation=meta.get("generation"),
+        following=following,
+        annotations=meta.get("annotations") or {},
+    )
+
+
+@dataclass(frozen=True)
+class TaskParts:
+    """What a task has wherever it runs (its own application or a shared one): its config, the ConfigMap
+    carrying it, and what its query needs from the pods."""
+
+    owner: Owner | None
+    labels: dict[str, str]
+    task_config: TaskConfig
+    config_map: dict[str, Any]
+    secrets: list[SecretBinding]
+    config_map_files: list[ConfigMapFile]
+    checkpoint_pvc: PvcMount | None
+    reset_positions: str | None
+
+
 def plan_replication_task(
     *,
     name: str,
@@ -154,7 +213,74 @@ def plan_replication_task(
     """The desired children of one task. Raises PlanningError for specs that cannot run in a cluster;
     ``local`` (the `federator run` mode) allows emulator connections, which only exist there. For a task
     that follows FailoverGroups, ``spec`` is ``following.spec`` (planning/following.py). ``annotations``:
-    the task's, of which `federator.io/reset-positions` reaches the app."""
+    the task's, of which `federator.io/reset-positions` reaches the app. A task of a shared application
+    (`spec.runtime.applicationRef`) is planned by planning/application.py instead."""
+    parts = task_parts(
+        name=name,
+        namespace=namespace,
+        spec=spec,
+        settings=settings,
+        uid=uid,
+        generation=generation,
+        local=local,
+        following=following,
+        annotations=annotations,
+    )
+    reset = parts.reset_positions
+    runtime = spec.runtime
+    app = SparkAppPlan(
+        name=name,
+        namespace=namespace,
+        labels=parts.labels,
+        annotations={
+            **scrape_annotations(settings),
+            **(following.annotations if following is not None else {}),
+            # A new token changes the Spark application: it restarts, and resets its positions.
+            **({RESET_POSITIONS_ANNOTATION: reset} if reset is not None else {}),
+        },
+        owner=parts.owner,
+        image=runtime.image or settings.spark_image,
+        spark_version=settings.spark_version,
+        service_account=task_service_account(spec, settings),
+        run_as_user=settings.spark_run_as_user,
+        run_as_group=settings.spark_run_as_group,
+        main_file=MAIN_APPLICATION_FILE,
+        arguments=["--task-config", f"{TASK_CONFIG_DIR}/{TASK_CONFIG_KEY}"],
+        driver=runtime.driver,
+        executor_instances=runtime.executor.instances,
+        executor=SparkResources(cores=runtime.executor.cores, memory=runtime.executor.memory),
+        spark_conf=app_spark_conf(runtime.spark_conf),
+        config_map=parts.config_map["metadata"]["name"],
+        secrets=parts.secrets,
+        config_map_files=parts.config_map_files,
+        checkpoint_pvc=parts.checkpoint_pvc,
+        metrics_port=settings.app_metrics_port,
+        workload_identities=workload_identities(spec),
+    )
+    return TaskPlan(
+        launcher=task_launcher(spec, settings),
+        task_config=parts.task_config,
+        config_map=parts.config_map,
+        spark_app=app,
+    )
+
+
+def task_parts(
+    *,
+    name: str,
+    namespace: str,
+    spec: ReplicationTaskSpec,
+    settings: OperatorSettings,
+    uid: str | None = None,
+    generation: int | None = None,
+    local: bool = False,
+    following: Following | None = None,
+    annotations: Mapping[str, str] | None = None,
+    application: str | None = None,
+) -> TaskParts:
+    """A task's config and ConfigMap (see `plan_replication_task`). With ``application`` (the shared
+    application it runs in), the ConfigMap is labelled for that application's driver, and the checkpoint is
+    a directory on its claim as the application mounts it (`member_checkpoint`)."""
     reset = reset_positions(annotations)
     if not local:
         _refuse_local_only(spec)
@@ -166,12 +292,14 @@ def plan_replication_task(
         "app.kubernetes.io/name": "federator-replication",
         "app.kubernetes.io/instance": name,
         "app.kubernetes.io/managed-by": MANAGED_BY,
-        "federator.io/replication-task": name,
+        TASK_LABEL: name,
+        **({APPLICATION_LABEL: application} if application is not None else {}),
     }
     checkpoint_location, pvc = task_checkpoint(name, namespace, spec, settings)
+    if application is not None and pvc is not None:
+        checkpoint_location = member_checkpoint(pvc)
     secrets = secret_bindings(spec)
     files = config_map_files(spec)
-    config_name = task_config_map_name(name)
     task_config = TaskConfig(
         metadata=TaskMetadata(name=name, namespace=namespace, generation=generation),
         spec=spec,
@@ -185,50 +313,33 @@ def plan_replication_task(
         following=following.source if following is not None else None,
         reset_positions=reset,
     )
-    config_map = task_config_map(config_name, labels, owner, task_config)
-    runtime = spec.runtime
-    spark_conf = {
-        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-        **APP_SPARK_CONF,
-        **(runtime.spark_conf or {}),
+    config_map = task_config_map(task_config_map_name(name), labels, owner, task_config)
+    return TaskParts(owner, labels, task_config, config_map, secrets, files, pvc, reset)
+
+
+def member_checkpoint(pvc: PvcMount) -> str:
+    """Where a shared application's member checkpoints: its claim is mounted whole at
+    `CHECKPOINT_MOUNT/<claim>` (not at the member's sub-path, which would change the pods for every member
+    that joins), so the member's directory is the same one a Spark application of its own used."""
+    return f"file://{CHECKPOINT_MOUNT}/{pvc.claim_name}/{pvc.sub_path}"
+
+
+def scrape_annotations(settings: OperatorSettings) -> dict[str, str]:
+    """Where Prometheus scrapes the driver."""
+    return {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(settings.app_metrics_port),
+        "prometheus.io/path": "/metrics",
     }
-    app = SparkAppPlan(
-        name=name,
-        namespace=namespace,
-        labels=labels,
-        annotations={
-            "prometheus.io/scrape": "true",
-            "prometheus.io/port": str(settings.app_metrics_port),
-            "prometheus.io/path": "/metrics",
-            **(following.annotations if following is not None else {}),
-            # A new token changes the Spark application: it restarts, and resets its positions.
-            **({RESET_POSITIONS_ANNOTATION: reset} if reset is not None else {}),
-        },
-        owner=owner,
-        image=runtime.image or settings.spark_image,
-        spark_version=settings.spark_version,
-        service_account=task_service_account(spec, settings),
-        run_as_user=settings.spark_run_as_user,
-        run_as_group=settings.spark_run_as_group,
-        main_file=MAIN_APPLICATION_FILE,
-        arguments=["--task-config", f"{TASK_CONFIG_DIR}/{TASK_CONFIG_KEY}"],
-        driver=runtime.driver,
-        executor_instances=runtime.executor.instances,
-        executor=SparkResources(cores=runtime.executor.cores, memory=runtime.executor.memory),
-        spark_conf=spark_conf,
-        config_map=config_name,
-        secrets=secrets,
-        config_map_files=files,
-        checkpoint_pvc=pvc,
-        metrics_port=settings.app_metrics_port,
-        workload_identities=workload_identities(spec),
-    )
-    return TaskPlan(
-        launcher=task_launcher(spec, settings),
-        task_config=task_config,
-        config_map=config_map,
-        spark_app=app,
-    )
+
+
+def app_spark_conf(own: Mapping[str, str] | None, *between: Mapping[str, str]) -> dict[str, str]:
+    """The Spark settings of an application: graceful stop and the app's defaults, then ``between`` (the
+    operator's), then the spec's own ``sparkConf``, which may override all of them."""
+    merged = {"spark.sql.streaming.stopGracefullyOnShutdown": "true", **APP_SPARK_CONF}
+    for conf in between:
+        merged.update(conf)
+    return {**merged, **(own or {})}
 
 
 _RESET_TOKEN: TypeAdapter[str] = TypeAdapter(ResetToken)

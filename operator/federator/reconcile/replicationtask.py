@@ -7,6 +7,7 @@ what it returns."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,18 +17,33 @@ from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
 from federator.kube.resources import CONFIGMAPS, ResourceRef
 from federator.observe.driver import driver_status_fields
-from federator.observe.sparkapps import SparkObservation, camel, observe
+from federator.observe.sparkapps import SparkObservation, failed_driver_pod, observe
+from federator.planning.application import application_name
 from federator.planning.errors import PlanningError
 from federator.planning.following import Following, followed_groups
 from federator.planning.launchers import LAUNCHERS, LauncherModule, render_spark_application
+from federator.planning.secrets import SecretBinding
 from federator.planning.task import (
-    TASK_CONFIG_KEY,
+    TASK_LABEL,
     TaskPlan,
     plan_replication_task,
+    task_arguments,
     task_config_map_name,
 )
-from federator.reconcile.replicationtask_inputs import TaskInputs, gather
+from federator.reconcile.replicationtask_inputs import TaskInputs, gather, member_switch
+from federator.reconcile.replicationtask_member import (
+    MemberPassPlan,
+    member_outcome,
+    plan_member,
+    read_application,
+)
 from federator.reconcile.replicationtask_source import SourceProbes, source_reachable
+from federator.reconcile.sparkapp_status import (
+    applied_notes,
+    delete_spark_applications,
+    launcher_not_installed,
+    spark_findings,
+)
 from federator.reconcile.taskpods import judge_checkpoint_claim, judge_service_account
 from federator.settings import OperatorSettings
 from federator.status import conditions as cond
@@ -44,11 +60,7 @@ from federator_contract.api.replicationtask import (
 from federator_contract.taskconfig import (
     RESET_POSITIONS_ANNOTATION,
     FollowingSource,
-    TaskConfig,
-    TaskConfigError,
 )
-
-SPARK_RUNNING = "SparkApplicationRunning"
 
 
 @dataclass
@@ -130,7 +142,13 @@ async def _pass(
     if parsed.spec is None:
         return Findings(cond.stalled(reasons.INVALID_SPEC, parsed.problems))
     inputs = await gather(reads, namespace, meta["name"], parsed.spec, settings, parsed.followed)
-    planned = plan(meta, inputs, settings, memory)
+    application = application_name(parsed.spec)
+    planned: PassPlan | MemberPassPlan | Findings
+    if application is not None:
+        stored = await read_application(reads, namespace, application)
+        planned = plan_member(meta, inputs, stored, settings, secret_preconditions)
+    else:
+        planned = plan(meta, inputs, settings, memory)
     if isinstance(planned, Findings):
         return planned
     # The source is probed while the children are applied (and the driver asked): a probe waits on the
@@ -144,14 +162,10 @@ async def _pass(
         else None
     )
     try:
-        applied = await apply(reads, planned, inputs)
-        observation = observe(planned.launcher.API_VERSION, applied.stored_app)
-        existed = ReplicationTaskStatus.model_validate(body.get("status") or {}).spark_application is not None
-        found = findings(planned, applied, observation, existed=existed)
-        if observation.phase == "Running":  # counts, lag per partition and translation, from the driver
-            found.status_fields.update(
-                await driver_status_fields(reads.client, namespace, meta["name"], settings.app_metrics_port)
-            )
+        if isinstance(planned, MemberPassPlan):
+            found = await member_outcome(reads, settings, body, planned, inputs)
+        else:
+            found = await _own_outcome(reads, settings, body, planned, inputs)
     except ApplyConflict as conflict:  # not overwritten: a human decides who holds the field
         found = Findings(cond.stalled(reasons.FIELD_MANAGER_CONFLICT, str(conflict)))
     except BaseException:
@@ -162,6 +176,30 @@ async def _pass(
         found.condition_updates.append(await probing)
     if planned.checkpoint_volume is not None:
         found.condition_updates.append(planned.checkpoint_volume)
+    return found
+
+
+async def _own_outcome(
+    reads: ClusterReads,
+    settings: OperatorSettings,
+    body: dict[str, Any],
+    planned: PassPlan,
+    inputs: TaskInputs,
+) -> Findings:
+    """Apply a task's own children and observe its Spark application."""
+    meta = body["metadata"]
+    applied = await apply(reads, planned, inputs)
+    api_version, stored = planned.launcher.API_VERSION, applied.stored_app
+    driver = await failed_driver_pod(reads.client, meta["namespace"], api_version, stored)
+    observation = observe(api_version, stored, driver)
+    existed = ReplicationTaskStatus.model_validate(body.get("status") or {}).spark_application is not None
+    found = findings(planned, applied, observation, existed=existed)
+    if observation.phase == "Running":  # counts, lag per partition and translation, from the driver
+        found.status_fields.update(
+            await driver_status_fields(
+                reads.client, meta["namespace"], meta["name"], settings.app_metrics_port
+            )
+        )
     return found
 
 
@@ -222,16 +260,7 @@ def plan(
         if kept is not None and made_from.generation is not None and kept.made_from == made_from:
             task, app = kept.task, kept.app
         else:
-            task = plan_replication_task(
-                name=meta["name"],
-                namespace=meta["namespace"],
-                spec=following.spec,
-                settings=settings,
-                uid=meta.get("uid"),
-                generation=meta.get("generation"),
-                following=following,
-                annotations=annotations,
-            )
+            task = plan_replication_task(**task_arguments(meta, following, settings))
             app = render_spark_application(task.launcher, task.spark_app)
             memory.planned = Planned(made_from, task, app)
     except PlanningError as err:
@@ -251,7 +280,21 @@ def plan(
 
 def _preconditions(task: TaskPlan, inputs: TaskInputs, namespace: str) -> list[cond.ConditionUpdate] | None:
     """What the task waits for, or None when it can run."""
-    for binding in task.spark_app.secrets:
+    missing = secret_preconditions(task.spark_app.secrets, inputs, namespace)
+    if missing is not None:
+        return missing
+    if (identity := judge_service_account(task.spark_app, inputs.service_account)) is not None:
+        return cond.stalled(*identity)
+    if not inputs.launcher_served:
+        return launcher_not_installed(task.launcher, "spec.runtime.launcher")
+    return None
+
+
+def secret_preconditions(
+    bindings: Sequence[SecretBinding], inputs: TaskInputs, namespace: str
+) -> list[cond.ConditionUpdate] | None:
+    """Stalled when a Secret key the task's pods read does not exist; None when all do."""
+    for binding in bindings:
         secret = inputs.secrets.get(binding.secret_name)
         where = f"Secret {namespace}/{binding.secret_name}"
         if secret is None:
@@ -261,38 +304,7 @@ def _preconditions(task: TaskPlan, inputs: TaskInputs, namespace: str) -> list[c
             secret.get("stringData") or {}
         ):
             return cond.stalled(reasons.SECRET_KEY_NOT_FOUND, f"{where} has no key {binding.key!r}")
-    if (identity := judge_service_account(task.spark_app, inputs.service_account)) is not None:
-        return cond.stalled(*identity)
-    if not inputs.launcher_served:
-        launcher = LAUNCHERS[task.launcher]
-        message = (
-            f"the cluster does not serve {launcher.API_VERSION} {launcher.PLURAL}: install the "
-            f"{task.launcher} Spark operator, or choose the other launcher (spec.runtime.launcher)"
-        )
-        return cond.stalled(reasons.LAUNCHER_NOT_INSTALLED, message)
     return None
-
-
-def member_switch(stored_config_map: dict[str, Any] | None, following: Following) -> Note | None:
-    """An Event when a followed group switched since the task's config was last written (the config then
-    changes and the Spark application restarts on the new member)."""
-    if not following.members:
-        return None
-    text = ((stored_config_map or {}).get("data") or {}).get(TASK_CONFIG_KEY)
-    try:
-        before = TaskConfig.from_json(text).followed_members if text else {}
-    except TaskConfigError:  # edited by hand: drift, which the pass restores
-        return None
-    if not before or before == following.members:
-        return None
-    changes = [
-        f"{path} uses {member} (was {before.get(path, 'nothing')})"
-        for path, member in sorted(following.members.items())
-        if before.get(path) != member
-    ]
-    return Note(
-        "Normal", reasons.FOLLOWED_MEMBER_SWITCHED, "; ".join(changes) + ": task re-planned, the app restarts"
-    )
 
 
 # -------------------------------------------------------------------------------------------------- apply
@@ -337,15 +349,8 @@ def findings(planned: PassPlan, applied: Applied, observation: SparkObservation,
                 f"ConfigMap {planned.task.spark_app.config_map} was changed; restored",
             )
         )
-    if applied.app is Outcome.CREATED and existed:
-        notes.append(Note("Warning", reasons.DRIFT_CORRECTED, f"{kind} {app_name} was deleted; recreated"))
-    elif applied.app is Outcome.CREATED:
-        notes.append(Note("Normal", reasons.SPARK_APPLICATION_CREATED, f"{kind} {app_name} created"))
-    elif applied.app is Outcome.RESTORED and switch is None:
-        notes.append(
-            Note("Warning", reasons.DRIFT_CORRECTED, f"{kind} {app_name} was changed or lost; restored")
-        )
-    result = _from_observation(observation, app_name)
+    notes += applied_notes(kind, app_name, applied.app, existed, announced=switch is not None)
+    result = spark_findings(observation, app_name)
     result.notes[:0] = notes
     app = SparkApplicationStatus(
         api_version=planned.launcher.API_VERSION, name=app_name, state=observation.state
@@ -356,39 +361,13 @@ def findings(planned: PassPlan, applied: Applied, observation: SparkObservation,
     return result
 
 
-def _from_observation(observation: SparkObservation, name: str) -> Findings:
-    state = observation.state or "New"
-    detail = f"Spark application {name} is {state}" + (
-        f": {observation.message}" if observation.message else ""
-    )
-    running = cond.ConditionUpdate(
-        SPARK_RUNNING, "True" if observation.phase == "Running" else "False", camel(state), detail
-    )
-    match observation.phase:
-        case "Running":
-            updates = cond.ready(reasons.RUNNING, detail)
-        case "Failed":
-            updates = cond.stalled(reasons.SPARK_APPLICATION_FAILED, detail)
-        case "Restarting":
-            updates = cond.reconciling(reasons.SPARK_APPLICATION_RESTARTING, detail)
-        case "Stopped":
-            updates = cond.reconciling(reasons.SPARK_APPLICATION_STOPPED, detail)
-        case "Unknown":
-            updates = cond.reconciling(reasons.SPARK_APPLICATION_STATE_UNKNOWN, detail)
-        case _:
-            updates = cond.reconciling(reasons.SPARK_APPLICATION_PENDING, detail)
-    return Findings([*updates, running])
-
-
 async def delete_children(client: KubeClient, body: dict[str, Any]) -> list[str]:
     """Delete what the task created (owner references would, but not every cluster collects garbage
     promptly, and a finalizer makes deletion observable). Returns what was deleted."""
     meta = body["metadata"]
     namespace, name = meta["namespace"], meta["name"]
-    deleted = []
-    for launcher in LAUNCHERS.values():
-        if await client.delete(ResourceRef(launcher.API_VERSION, launcher.PLURAL).path(namespace, name)):
-            deleted.append(f"{launcher.KIND} {name} ({launcher.API_VERSION})")
+    # Only the task's own: a shared application of the same name is the application's.
+    deleted = await delete_spark_applications(client, namespace, name, TASK_LABEL, name)
     config_map = task_config_map_name(name)
     if await client.delete(CONFIGMAPS.path(namespace, config_map)):
         deleted.append(f"ConfigMap {config_map}")

@@ -4,7 +4,8 @@ as with workload identity, their checkpoint claim, whether the cluster serves th
 the task's stored children (its ConfigMap and its Spark application). Planning and applying then work from
 these inputs without reading again. In the operator, children come from their watched copies and Secrets,
 service accounts and claims through a short-lived cache (kube/reads.py), so a pass with nothing to do asks
-the API server nothing."""
+the API server nothing. What the stored ConfigMap says changed since (a followed group's switch) is read
+here too (`member_switch`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from federator import reasons
 from federator.kube.reads import ClusterReads
 from federator.kube.resources import (
     CONFIGMAPS,
@@ -26,6 +28,7 @@ from federator.planning.following import Following, resolve_following
 from federator.planning.launchers import LAUNCHERS
 from federator.planning.secrets import secret_bindings
 from federator.planning.task import (
+    TASK_CONFIG_KEY,
     task_checkpoint,
     task_config_map_name,
     task_launcher,
@@ -34,7 +37,9 @@ from federator.planning.task import (
 )
 from federator.provision.secrets import SecretsAtHand
 from federator.settings import OperatorSettings
+from federator.status.events import Note
 from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.taskconfig import TaskConfig, TaskConfigError
 
 
 @dataclass(frozen=True)
@@ -92,3 +97,27 @@ async def gather(
     app_ref = ResourceRef(module.API_VERSION, module.PLURAL)
     app = await reads.children.get(app_ref, namespace, name) if served else None
     return TaskInputs(following, secrets, served, config_map, app, account, claim)
+
+
+def member_switch(
+    stored_config_map: dict[str, Any] | None, following: Following, restarts: str = "the app restarts"
+) -> Note | None:
+    """An Event when a followed group switched since the task's config was last written (the config then
+    changes, and ``restarts`` on the new member: its Spark application, or its query in a shared one)."""
+    if not following.members:
+        return None
+    text = ((stored_config_map or {}).get("data") or {}).get(TASK_CONFIG_KEY)
+    try:
+        before = TaskConfig.from_json(text).followed_members if text else {}
+    except TaskConfigError:  # edited by hand: drift, which the pass restores
+        return None
+    if not before or before == following.members:
+        return None
+    changes = [
+        f"{path} uses {member} (was {before.get(path, 'nothing')})"
+        for path, member in sorted(following.members.items())
+        if before.get(path) != member
+    ]
+    return Note(
+        "Normal", reasons.FOLLOWED_MEMBER_SWITCHED, "; ".join(changes) + f": task re-planned, {restarts}"
+    )

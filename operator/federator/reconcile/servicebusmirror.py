@@ -17,8 +17,9 @@ from federator import reasons
 from federator.apply.children import ApplyConflict, Outcome, ensure
 from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
+from federator.kube.resources import REPLICATION_APPLICATIONS as APPLICATIONS
 from federator.kube.resources import REPLICATION_TASKS as TASKS
-from federator.planning.mirror import MirrorPlan, Pair, plan_mirror
+from federator.planning.mirror import MIRROR_LABEL, MirrorPlan, Pair, plan_mirror
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome, deprovision_member, provision_member
 from federator.provision.model import desired_by_member
@@ -37,7 +38,6 @@ from federator_contract.api.servicebusmirror import (
     ServiceBusMirrorStatus,
 )
 
-MIRROR_LABEL = "federator.io/servicebusmirror"
 RULES_PROVISIONED, TASKS_READY = "RulesProvisioned", "TasksReady"
 
 
@@ -133,16 +133,28 @@ async def reconcile(
         return status_result(body, invalid, spec_warnings(SERVICE_BUS_MIRROR, spec_raw))
     spec = ServiceBusMirrorSpec.model_validate(spec_raw)
     status = body.get("status") or {}
-    ports = MirrorPorts(reads.secrets, lambda _: env, ClusterTasks(reads, meta, status))
+    plan = cluster_plan(meta, spec)
+    ports = MirrorPorts(reads.secrets, lambda _: env, ClusterTasks(reads, meta, status, plan.application))
     found = await mirror_round(
         ports,
         namespace=meta["namespace"],
         spec=spec,
-        plan=plan_mirror(name=meta["name"], namespace=meta["namespace"], spec=spec, uid=meta.get("uid")),
+        plan=plan,
         previous=recorded_outcomes(status),
         provision=provision,
     )
     return status_result(body, found.findings, spec_warnings(SERVICE_BUS_MIRROR, spec_raw))
+
+
+def cluster_plan(meta: dict[str, Any], spec: ServiceBusMirrorSpec) -> MirrorPlan:
+    """The mirror's plan in a cluster: its tasks share one Spark application (planning/mirror.py)."""
+    return plan_mirror(
+        name=meta["name"],
+        namespace=meta["namespace"],
+        spec=spec,
+        uid=meta.get("uid"),
+        shared_application=True,
+    )
 
 
 def recorded_outcomes(status: Mapping[str, Any]) -> dict[str, MemberOutcome]:
@@ -173,6 +185,8 @@ class ClusterTasks:
     """The mirror's metadata (the owner)."""
     status: dict[str, Any]
     """The mirror's status: pairs that were reported before were created before."""
+    application: dict[str, Any] | None = None
+    """The ReplicationApplication the mirror owns for its tasks (None: the template names one)."""
 
     async def apply(
         self, ready: Sequence[Pair], waiting: Sequence[Pair]
@@ -181,7 +195,7 @@ class ClusterTasks:
         pairs = ServiceBusMirrorStatus.model_validate(self.status).pairs
         reported = {p.task_name for p in pairs if p.reason}
         tasks: dict[str, dict[str, Any] | None] = {}
-        notes = []
+        notes = await self._apply_application()
         for pair in waiting:
             tasks[pair.task_name] = await children.get(TASKS, namespace, pair.task_name)
         for pair in ready:
@@ -205,16 +219,40 @@ class ClusterTasks:
         planned = {p.task_name for p in [*ready, *waiting]}
         return tasks, notes + await _remove_obsolete_tasks(client, self.meta, planned)
 
+    async def _apply_application(self) -> list[Note]:
+        """The mirror's own application before its tasks (they name it); removed once the template names
+        another one."""
+        namespace, name = self.meta["namespace"], self.meta["name"]
+        stored = await self.reads.children.get(APPLICATIONS, namespace, name)
+        if self.application is None:
+            owned = stored is not None and _owned_by(stored, self.meta)
+            if owned and await self.reads.client.delete(APPLICATIONS.path(namespace, name)):
+                message = f"ReplicationApplication {name} deleted: the task template names another one"
+                return [Note("Normal", reasons.DELETED, message)]
+            return []
+        outcome, written = await ensure(self.reads.client, APPLICATIONS, self.application, stored)
+        self.reads.children.remember(APPLICATIONS, written)
+        if outcome is Outcome.CREATED:
+            message = f"ReplicationApplication {name} created: the mirror's tasks share its Spark application"
+            return [Note("Normal", reasons.APPLICATION_CREATED, message)]
+        if outcome is Outcome.RESTORED:
+            return [
+                Note(
+                    "Warning", reasons.DRIFT_CORRECTED, f"ReplicationApplication {name} was changed; restored"
+                )
+            ]
+        return []
+
 
 async def _owned_tasks(client: KubeClient, meta: dict[str, Any]) -> list[dict[str, Any]]:
     selector = urllib.parse.quote(f"{MIRROR_LABEL}={meta['name']}")
     listing = await client.get(f"{TASKS.path(meta['namespace'])}?labelSelector={selector}") or {}
+    return [task for task in listing.get("items") or [] if _owned_by(task, meta)]
+
+
+def _owned_by(child: dict[str, Any], meta: dict[str, Any]) -> bool:
     uid = meta.get("uid")
-    return [
-        task
-        for task in listing.get("items") or []
-        if any(o.get("uid") == uid for o in task["metadata"].get("ownerReferences") or [])
-    ]
+    return any(o.get("uid") == uid for o in child["metadata"].get("ownerReferences") or [])
 
 
 async def _remove_obsolete_tasks(client: KubeClient, meta: dict[str, Any], planned: set[str]) -> list[Note]:
@@ -305,10 +343,14 @@ async def delete_mirror(client: KubeClient, env: ManagementEnvironment, body: di
     for task in await _owned_tasks(client, meta):
         if await client.delete(TASKS.path(meta["namespace"], task["metadata"]["name"])):
             deleted.append(f"ReplicationTask {task['metadata']['name']}")
+    path = APPLICATIONS.path(meta["namespace"], meta["name"])
+    application = await client.get(path)
+    if application is not None and _owned_by(application, meta) and await client.delete(path):
+        deleted.append(f"ReplicationApplication {meta['name']}")
     if semantic_problems(SERVICE_BUS_MIRROR, body.get("spec") or {}):
         return Deletion(deleted, [])  # nothing could have been provisioned
     spec = ServiceBusMirrorSpec.model_validate(body["spec"])
-    plan = plan_mirror(name=meta["name"], namespace=meta["namespace"], spec=spec, uid=meta.get("uid"))
+    plan = cluster_plan(meta, spec)
     desired = desired_by_member(plan, [m.name for m in spec.members])
     previous = recorded_outcomes(body.get("status") or {})
     outcomes = await asyncio.gather(

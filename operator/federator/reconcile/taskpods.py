@@ -16,9 +16,11 @@ CHECKPOINT_VOLUME_SHARED = "CheckpointVolumeShared"
 READ_WRITE_MANY = "ReadWriteMany"
 
 
-def judge_service_account(plan: SparkAppPlan, account: dict[str, Any] | None) -> tuple[str, str] | None:
+def judge_service_account(
+    plan: SparkAppPlan, account: dict[str, Any] | None, field: str = "spec.runtime.serviceAccountName"
+) -> tuple[str, str] | None:
     """(Stalled reason, message) when the pods could not sign in with workload identity under `account`
-    (their ServiceAccount as stored); None when they can, or use none."""
+    (their ServiceAccount as stored); None when they can, or use none. ``field`` names the account."""
     if not plan.workload_identities:
         return None
     where = f"ServiceAccount {plan.namespace}/{plan.service_account}"
@@ -26,7 +28,7 @@ def judge_service_account(plan: SparkAppPlan, account: dict[str, Any] | None) ->
     if account is None:
         return reasons.SERVICE_ACCOUNT_NOT_FOUND, (
             f"{where} does not exist; the Spark pods run under it and sign in as its workload identity "
-            f"({users}). Create it, or set spec.runtime.serviceAccountName"
+            f"({users}). Create it, or set {field}"
         )
     annotations = (account.get("metadata") or {}).get("annotations") or {}
     annotated = annotations.get(CLIENT_ID_ANNOTATION, "").strip()

@@ -1,5 +1,5 @@
-"""The installer's pod policy: which images, ServiceAccounts and Spark settings a ReplicationTask may
-give the pods the operator creates for it.
+"""The installer's pod policy: which images, ServiceAccounts and Spark settings a ReplicationTask (or the
+ReplicationApplication its tasks share) may give the pods the operator creates for it.
 
 A user who may create ReplicationTasks but not pods must not get pods of their own making through one:
 an image of their choice, another workload's ServiceAccount (its RBAC, its Azure identity), or Spark
@@ -27,7 +27,7 @@ from fnmatch import fnmatchcase
 
 from federator.reasons import IMAGE_NOT_ALLOWED, SERVICE_ACCOUNT_NOT_ALLOWED, SPARK_CONF_NOT_ALLOWED
 from federator.settings import OperatorSettings
-from federator_contract.api.replicationtask import Runtime
+from federator_contract.api.replicationapplication import SparkApplicationSettings
 
 # Settings that tune Spark inside its own pods: memory, SQL and streaming, Python workers, scheduling,
 # timeouts, the JVM's options. None of them names a volume, an environment variable, an image, a
@@ -77,11 +77,14 @@ class PodPolicy:
             spark_conf=(*ALLOWED_SPARK_CONF, *_listed(settings.allowed_spark_conf)),
         )
 
-    def findings(self, runtime: Runtime, at: tuple[str | int, ...] = ("runtime",)) -> list[PolicyFinding]:
-        """What ``runtime`` (at path ``at`` under `spec`) asks for that the policy does not allow."""
+    def findings(
+        self, runtime: SparkApplicationSettings, at: tuple[str | int, ...] = ("runtime",)
+    ) -> list[PolicyFinding]:
+        """What ``runtime`` (a task's runtime, or an application's spec, at path ``at`` under `spec`) asks
+        for that the policy does not allow."""
         return [dataclasses.replace(f, path=(*at, *f.path)) for f in self._findings(runtime)]
 
-    def _findings(self, runtime: Runtime) -> Iterator[PolicyFinding]:
+    def _findings(self, runtime: SparkApplicationSettings) -> Iterator[PolicyFinding]:
         if runtime.image is not None and not any(_image_matches(runtime.image, p) for p in self.images):
             yield PolicyFinding(
                 ("image",),

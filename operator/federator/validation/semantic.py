@@ -15,6 +15,7 @@ from federator.validation.problems import Problem, join_path, withheld
 from federator.validation.secrets import inline_secret_message, secret_findings
 from federator_contract.api.connections import SPEC_TYPES
 from federator_contract.api.kinds import Kind
+from federator_contract.api.replicationapplication import ReplicationApplicationSpec
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 from federator_contract.checks import Finding, startup_findings
@@ -48,9 +49,12 @@ def semantic_problems(
 
 
 def _pods(model: BaseModel, policy: PodPolicy) -> Iterable[PolicyFinding]:
-    """What the pods of a task, or of a mirror's tasks, would be that the installer does not allow."""
+    """What the pods of a task, of a mirror's tasks or of an application would be that the installer does
+    not allow."""
     if isinstance(model, ReplicationTaskSpec):
         return policy.findings(model.runtime)
+    if isinstance(model, ReplicationApplicationSpec):
+        return policy.findings(model, ())
     if isinstance(model, ServiceBusMirrorSpec):
         return policy.findings(model.task_template.runtime, ("taskTemplate", "runtime"))
     return ()

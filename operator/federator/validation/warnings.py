@@ -15,7 +15,14 @@ from pydantic import BaseModel, ValidationError
 from federator.validation.problems import Problem, join_path
 from federator_contract.api.base import EndpointConnection, NamespaceConnection
 from federator_contract.api.failovergroup import FailoverGroupSpec
-from federator_contract.api.kinds import FAILOVER_GROUP, REPLICATION_TASK, SERVICE_BUS_MIRROR, Kind
+from federator_contract.api.kinds import (
+    FAILOVER_GROUP,
+    REPLICATION_APPLICATION,
+    REPLICATION_TASK,
+    SERVICE_BUS_MIRROR,
+    Kind,
+)
+from federator_contract.api.replicationapplication import ReplicationApplicationSpec
 from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 from federator_contract.checks.endpoints import endpoints
@@ -109,6 +116,17 @@ def _group(spec: BaseModel, now: datetime | None) -> Iterator[tuple[Path, str]]:
         yield from _resource_group(spec.publishing.dns.zone.resource_group, path)
 
 
+def _application(spec: BaseModel, now: datetime | None) -> Iterator[tuple[Path, str]]:
+    assert isinstance(spec, ReplicationApplicationSpec)
+    mode = (spec.spark_conf or {}).get("spark.scheduler.mode")
+    if mode is not None and mode.upper() != spec.scheduling.mode:
+        yield (
+            ("sparkConf", "spark.scheduler.mode"),
+            f"{mode!r} contradicts scheduling.mode {spec.scheduling.mode}: set scheduling.mode instead, "
+            "which also gives each member task its own scheduler pool",
+        )
+
+
 def _resource_group(name: str, path: Path) -> Iterator[tuple[Path, str]]:
     # The CRD's pattern is Azure's character set; Azure also refuses a name ending in a period.
     if name.endswith("."):
@@ -149,4 +167,5 @@ _CHECKS: dict[str, Callable[[BaseModel, datetime | None], Iterator[tuple[Path, s
     REPLICATION_TASK.kind: _task,
     SERVICE_BUS_MIRROR.kind: _mirror,
     FAILOVER_GROUP.kind: _group,
+    REPLICATION_APPLICATION.kind: _application,
 }

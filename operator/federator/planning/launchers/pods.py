@@ -1,8 +1,9 @@
-"""The driver and executor pod templates both launchers hand to Spark: secret env vars, the task config,
-the ConfigMap keys editors read, the checkpoint volume, the RPC secret (rpc.py), and what Pod Security
-"restricted" asks of every pod (non-root with the image's uid/gid, no privilege escalation, no
-capabilities, the runtime's seccomp profile, a read-only root filesystem with emptyDir volumes where
-Spark and Python write).
+"""The driver and executor pod templates both launchers hand to Spark: secret env vars, the task config
+(none for a shared application, whose driver reads its members' configs through the API), the ConfigMap
+keys editors read, the checkpoint volume (a shared application's: each claim its members use, whole),
+the RPC secret (rpc.py), and what Pod Security "restricted" asks of every pod (non-root with the image's
+uid/gid, no privilege escalation, no capabilities, the runtime's seccomp profile, a read-only root
+filesystem with emptyDir volumes where Spark and Python write).
 
 Spark builds each pod from its template and adds only its own ConfigMap and emptyDir volumes, env vars
 and container ports, so the pods keep what the template says (docs/launchers.md)."""
@@ -19,6 +20,7 @@ DRIVER_CONTAINER = "spark-kubernetes-driver"
 EXECUTOR_CONTAINER = "spark-kubernetes-executor"
 TASK_VOLUME = "federator-task"
 CHECKPOINT_VOLUME = "federator-checkpoint"
+CHECKPOINT_CLAIM_VOLUME = "federator-checkpoint-{}"  # a shared application's claims, numbered as below
 CONFIG_MAP_VOLUME = "federator-config-map-{}"  # numbered: ConfigMap names can exceed a volume name
 # Writable scratch on a read-only root: the JVM (native libraries it unpacks, perf data, the Unix domain
 # sockets Python workers reach it through), Python's tempfile, the image entrypoint's user-name files,
@@ -45,6 +47,10 @@ def pod_spec(plan: SparkAppPlan, container: str, ports: list[dict[str, Any]] | N
     }
     if ports:
         main["ports"] = ports
+    if container == DRIVER_CONTAINER:
+        # A driver that fails says why in its last log lines (e.g. CheckpointSourceMismatch, with the remedy):
+        # they become its termination message, which the launchers' status carries to the operator.
+        main["terminationMessagePolicy"] = "FallbackToLogsOnError"
     return {
         "serviceAccountName": plan.service_account,
         # The driver creates and watches its executors with the account's API token; executors never call
@@ -95,22 +101,27 @@ def _config_maps(plan: SparkAppPlan) -> dict[str, list[str]]:
 
 def secret_env(plan: SparkAppPlan) -> list[dict[str, Any]]:
     """Env vars whose values the kubelet takes from Secrets; the resource holds only names."""
+    optional = {"optional": True} if plan.optional_references else {}
     return [
-        {"name": b.env_var, "valueFrom": {"secretKeyRef": {"name": b.secret_name, "key": b.key}}}
+        {"name": b.env_var, "valueFrom": {"secretKeyRef": {"name": b.secret_name, "key": b.key, **optional}}}
         for b in plan.secrets
     ]
 
 
 def volumes(plan: SparkAppPlan) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = [
-        {"name": TASK_VOLUME, "configMap": {"name": plan.config_map}},
         {"name": TMP_VOLUME, "emptyDir": {}},
         {"name": LOCAL_DIR_VOLUME, "emptyDir": {}},
         rpc_volume(),
     ]
+    if plan.config_map is not None:
+        found.insert(0, {"name": TASK_VOLUME, "configMap": {"name": plan.config_map}})
+    optional = {"optional": True} if plan.optional_references else {}
     for index, (name, keys) in enumerate(_config_maps(plan).items()):
         items = [{"key": key, "path": key} for key in keys]
-        found.append({"name": CONFIG_MAP_VOLUME.format(index), "configMap": {"name": name, "items": items}})
+        found.append(
+            {"name": CONFIG_MAP_VOLUME.format(index), "configMap": {"name": name, "items": items, **optional}}
+        )
     if plan.checkpoint_pvc is not None:
         found.append(
             {
@@ -118,16 +129,21 @@ def volumes(plan: SparkAppPlan) -> list[dict[str, Any]]:
                 "persistentVolumeClaim": {"claimName": plan.checkpoint_pvc.claim_name},
             }
         )
+    for index, claim in enumerate(plan.checkpoint_claims):
+        found.append(
+            {"name": CHECKPOINT_CLAIM_VOLUME.format(index), "persistentVolumeClaim": {"claimName": claim}}
+        )
     return found
 
 
 def volume_mounts(plan: SparkAppPlan) -> list[dict[str, Any]]:
     mounts: list[dict[str, Any]] = [
-        {"name": TASK_VOLUME, "mountPath": TASK_CONFIG_DIR, "readOnly": True},
         {"name": TMP_VOLUME, "mountPath": TMP_DIR},
         {"name": LOCAL_DIR_VOLUME, "mountPath": LOCAL_DIR},
         rpc_volume_mount(),
     ]
+    if plan.config_map is not None:
+        mounts.insert(0, {"name": TASK_VOLUME, "mountPath": TASK_CONFIG_DIR, "readOnly": True})
     for index, name in enumerate(_config_maps(plan)):
         mounts.append(
             {
@@ -144,5 +160,9 @@ def volume_mounts(plan: SparkAppPlan) -> list[dict[str, Any]]:
                 "mountPath": CHECKPOINT_MOUNT,
                 "subPath": plan.checkpoint_pvc.sub_path,
             }
+        )
+    for index, claim in enumerate(plan.checkpoint_claims):
+        mounts.append(
+            {"name": CHECKPOINT_CLAIM_VOLUME.format(index), "mountPath": f"{CHECKPOINT_MOUNT}/{claim}"}
         )
     return mounts
