@@ -44,6 +44,7 @@ from federator_emulator.identity.tenant import Tenant
 from federator_emulator.identity.tokens import WORKLOAD_ISSUER
 from federator_emulator.mgmt.dns import DnsStore
 from federator_emulator.mgmt.server import ManagementServer, client_host
+from federator_emulator.outages import OutageFile
 from federator_emulator.state.journal import FileJournal, Journal, NullJournal, Record, read_journal
 from federator_emulator.state.namespace import NamespaceState
 
@@ -147,7 +148,8 @@ class Emulator:
         self._injector = EventInjector()
         self._container.selectable(self._injector)
         self._acceptors: dict[str, SaslAcceptor] = {}
-        self._brokers: list[Broker] = []
+        self._brokers: dict[str, Broker] = {}
+        self._down: set[str] = set()  # namespaces in an outage (reactor thread)
         self._journals: list[Journal] = []
         self._timer: Task | None = None
         self._next_expiry_check = 0.0
@@ -201,7 +203,7 @@ class Emulator:
         acceptor = SaslAcceptor(self._container, ns_config.host, ns_config.amqp_port, Guard(broker))
         host = client_host(ns_config.host)
         self.namespaces[ns_config.name] = state
-        self._brokers.append(broker)
+        self._brokers[ns_config.name] = broker
         self._acceptors[ns_config.name] = acceptor
         self.endpoints[ns_config.name] = NamespaceEndpoint(
             name=ns_config.name,
@@ -251,7 +253,7 @@ class Emulator:
         now = time.time()
         if now >= self._next_expiry_check:  # tokens expire by the second: no need to look every tick
             self._next_expiry_check = now + EXPIRY_CHECK_SECONDS
-            for broker in self._brokers:
+            for broker in self._brokers.values():
                 broker.detach_expired(now)
         if not self._stopping:
             self._timer = self._container.schedule(TICK_SECONDS, self._control)
@@ -262,18 +264,47 @@ class Emulator:
             self._timer.cancel()
         for acceptor in self._acceptors.values():
             acceptor.close()
-        for broker in self._brokers:
-            for connection in list(broker.connections):
-                connection.close()
-                if connection.transport is not None:
-                    connection.transport.close_tail()
+        for broker in self._brokers.values():
+            _drop(broker)
         self._injector.close()
+
+    def _amqp_outage(self, namespace: str, down: bool) -> None:
+        """Close the namespace's AMQP port and its connections, or listen on that port again (reactor
+        thread). Its state stays: what was sent before the outage is there after it."""
+        acceptor = self._acceptors[namespace]
+        if down and namespace not in self._down:
+            self._down.add(namespace)
+            acceptor.close()
+            acceptor.socket.close()
+            _drop(self._brokers[namespace])
+        elif not down and namespace in self._down:
+            self._down.discard(namespace)
+            host = self.namespaces[namespace].config.host
+            guard = Guard(self._brokers[namespace])
+            self._acceptors[namespace] = SaslAcceptor(self._container, host, acceptor.port, guard)
 
     # -- other threads -----------------------------------------------------------------------
     def _adopt(self, namespace: str, sock: socket.socket) -> None:
         """Serve an AMQP connection whose TLS or WebSocket layer ended on the TLS port (thread-safe)."""
-        acceptor = self._acceptors[namespace]
-        self.submit(lambda: acceptor.adopt(sock))
+
+        def serve() -> None:
+            if namespace in self._down:  # bridged by the TLS port just before the outage closed it
+                sock.close()
+            else:
+                self._acceptors[namespace].adopt(sock)
+
+        self.submit(serve)
+
+    def set_outage(self, namespace: str, down: bool) -> None:
+        """A region outage as clients see it, for one namespace (``down``), or its end: its AMQP and TLS
+        ports refuse connections and its open connections are closed, while the other namespaces keep
+        serving. Thread-safe, from any thread but the reactor's and the management plane's."""
+        if namespace not in self.namespaces:
+            raise KeyError(f"no namespace {namespace!r} (the config has {', '.join(self.namespaces)})")
+        self.call(lambda: self._amqp_outage(namespace, down))
+        if self.management is not None:
+            self.management.set_outage(namespace, down)
+        logger.warning("namespace %s: %s", namespace, "down (outage)" if down else "serving again")
 
     def request_stop(self) -> None:
         """Ask the reactor thread to close everything and return from ``run`` (thread-safe)."""
@@ -318,6 +349,14 @@ class Emulator:
         }
 
 
+def _drop(broker: Broker) -> None:
+    """Close every AMQP connection of a namespace (reactor thread)."""
+    for connection in list(broker.connections):
+        connection.close()
+        if connection.transport is not None:
+            connection.transport.close_tail()
+
+
 class RunningEmulator:
     """An emulator serving on a background thread; a context manager that stops it."""
 
@@ -358,6 +397,10 @@ class RunningEmulator:
     def call(self, function: Callable[[], T], timeout: float = 10.0) -> T:
         """Run ``function`` on the emulator thread (see ``Emulator.call``)."""
         return self.emulator.call(function, timeout)
+
+    def set_outage(self, namespace: str, down: bool) -> None:
+        """Take one namespace down, or bring it back (see ``Emulator.set_outage``)."""
+        self.emulator.set_outage(namespace, down)
 
     @property
     def authority_host(self) -> str:
@@ -412,8 +455,11 @@ def write_ready_file(path: Path, document: dict[str, Any]) -> None:
     write_atomically(path, json.dumps(document, indent=2) + "\n")
 
 
-def run_forever(config_path: Path, data_dir: Path | None, ready_file: Path | None) -> int:
+def run_forever(
+    config_path: Path, data_dir: Path | None, ready_file: Path | None, outages: Path | None = None
+) -> int:
     """The ``federator emulator`` command: serve until SIGTERM/SIGINT; returns the exit code.
+    ``outages``: a file naming the namespaces to take down (``federator_emulator.outages``).
 
     0 after a clean stop, 1 if it cannot start (port taken, data dir unusable), 2 for a bad config.
     """
@@ -439,11 +485,16 @@ def run_forever(config_path: Path, data_dir: Path | None, ready_file: Path | Non
             emulator.force_stop()
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    watcher = OutageFile(outages, emulator.set_outage) if outages is not None else None
     try:
         if ready_file is not None:
             write_ready_file(ready_file, emulator.ready_document())
+        if watcher is not None:
+            watcher.start()
         emulator.run()
     finally:
+        if watcher is not None:
+            watcher.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0

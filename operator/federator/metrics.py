@@ -39,6 +39,14 @@ FAILOVERS = Counter(
     ["namespace", "group", "from", "to"],
     registry=REGISTRY,
 )
+FAILOVER_PHASE = Histogram(
+    "federator_failover_phase_seconds",
+    "How long each phase of a FailoverGroup's switch took: detected_to_decided, decided_to_published, "
+    "decided_to_flowing (per following task).",
+    ["namespace", "group", "phase"],
+    registry=REGISTRY,
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600),
+)
 
 # (kind, namespace, name) → {condition type: status}, and the count of each (kind, type, status) over them:
 # a pass changes the counts by its own resource only (recounting every resource made each pass cost O(n)).

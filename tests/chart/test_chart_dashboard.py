@@ -15,6 +15,7 @@ from support.resources import ROOT
 DASHBOARD = CHART / "dashboards" / "federator.json"
 # The metric contract (docs/observability.md): name -> labels. Histograms add _bucket/_sum/_count and `le`.
 METRICS: dict[str, set[str]] = {
+    "federator_failover_phase_seconds": {"namespace", "group", "phase"},
     "federator_replication_lag_seconds": {"namespace", "task", "partition"},
     "federator_replication_lag_events": {"namespace", "task", "partition"},
     "federator_failover_rpo_seconds": {"namespace", "task"},
@@ -30,7 +31,7 @@ METRICS: dict[str, set[str]] = {
     "federator_batch_duration_seconds": {"namespace", "task"},  # the Spark app's last micro-batch
     "federator_endpoint_unavailable": {"namespace", "task", "role", "endpoint", "reason"},
 }
-HISTOGRAMS = {"federator_reconcile_duration_seconds"}
+HISTOGRAMS = {"federator_reconcile_duration_seconds", "federator_failover_phase_seconds"}
 SERIES = re.compile(r"\b(federator_[a-z_]+)\s*(\{[^}]*\})?")
 
 

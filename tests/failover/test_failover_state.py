@@ -225,7 +225,7 @@ def test_in_automatic_mode_only_a_change_of_active_member_is_a_request() -> None
     group.spec = spec(activeMember="weu", probe={"failureThreshold": 5, "entity": {"queueName": "orders"}})
     group.rounds([UP] * 3)
     assert group.where == ("FailedOver", "neu", "neu"), "an unrelated spec change is no failback request"
-    assert "remove spec.activeMember" in failback_instruction(group.spec, group.state)
+    assert "set spec.switchRequest to a new value" in failback_instruction(group.spec, group.state)
     group.spec = spec(activeMember="neu")  # acknowledge where the group is: nothing moves
     group.round()
     assert group.where == ("FailedOver", "neu", "neu")

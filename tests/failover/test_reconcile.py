@@ -16,7 +16,13 @@ from federator.failover.state import GroupState
 from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
 from federator.provision.environment import ManagementEnvironment
-from federator.reconcile.failovergroup import ConfigMapEndpoints, GroupPorts, group_round, reconcile
+from federator.reconcile.failovergroup import (
+    ConfigMapEndpoints,
+    GroupPorts,
+    delete_children,
+    group_round,
+    reconcile,
+)
 from federator.validation.credential_scope import CredentialScope
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_emulator.server import RunningEmulator
@@ -123,6 +129,30 @@ async def test_a_round_publishes_the_endpoints_and_a_second_one_writes_nothing(
     settled = {**group, "status": first.status_patch}
     second = await reconcile(ClusterReads.direct(client), runtime(emulator), settled)
     assert second.result.status_patch == {} and second.result.notes == [] and second.switches == []
+
+
+async def test_a_config_map_the_group_did_not_create_is_neither_written_onto_nor_deleted(
+    client: KubeClient, emulator: RunningEmulator
+) -> None:
+    theirs = f"/api/v1/namespaces/{NS}/configmaps/settings"
+    await client.create(
+        f"/api/v1/namespaces/{NS}/configmaps", {"metadata": {"name": "settings"}, "data": {"mine": "yes"}}
+    )
+    group = body(publishing={"configMapName": "settings"})
+    done = await reconcile(ClusterReads.direct(client), runtime(emulator), group)
+    stalled = next(c for c in done.result.conditions if c["type"] == "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "ConfigMapNotOwned")
+    assert "spec.publishing.configMapName names ConfigMap settings" in stalled["message"]
+    assert done.switches == [] and "producerMember" not in done.result.status_patch, "nothing switched"
+    kept = await client.get(theirs)
+    assert kept is not None and kept["data"] == {"mine": "yes"} and "ownerReferences" not in kept["metadata"]
+    deleted, failed = await delete_children(client, runtime(emulator), group)
+    assert (deleted, failed) == ([], []) and await client.get(theirs) is not None
+    # The group's own ConfigMap is published and deleted with it.
+    own = body()
+    await reconcile(ClusterReads.direct(client), runtime(emulator), own)
+    assert (await delete_children(client, runtime(emulator), own))[0] == ["ConfigMap orders-endpoints"]
+    assert await client.get(f"/api/v1/namespaces/{NS}/configmaps/orders-endpoints") is None
 
 
 async def test_a_missing_member_secret_stalls_the_group_before_anything_is_published(

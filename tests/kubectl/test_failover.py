@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,6 @@ from plugin_helpers import (
 from plugin_seeds import following_task, group, ready, recent
 
 from federator.handlers.context import OperatorContext
-from federator.kube.client import JSON_PATCH
 from federator.kubectl.cluster import PluginError
 from federator.kubectl.failover import NothingToDo, plan_switch, show
 from federator.settings import OperatorSettings
@@ -37,6 +37,8 @@ from support.polling import eventually
 GROUPS = f"{API}/namespaces/default/failovergroups"
 RT = f"{API}/namespaces/default/replicationtasks"
 SWITCHED_BACK = "producers and consumers switched from member weu to neu"
+AT = datetime(2026, 11, 29, 14, 0, 0, 250_000, tzinfo=UTC)
+NOW = "2026-11-29T14:00:00Z"
 
 
 def placed(phase: str, producer: str, consumer: str, requested: str = "", **spec: Any) -> dict[str, Any]:
@@ -51,27 +53,30 @@ def placed(phase: str, producer: str, consumer: str, requested: str = "", **spec
     return found
 
 
-def test_a_switch_is_a_change_of_spec_active_member() -> None:
-    plan = plan_switch(placed("Normal", "weu", "weu"), "neu", [following_task()])
-    [patch] = plan.patches
-    assert patch.body == {"metadata": {"resourceVersion": "7"}, "spec": {"activeMember": "neu"}}
+def request(member: str, **spec: Any) -> dict[str, Any]:
+    """The one merge patch a switch is: the desired member and a new request name (the time)."""
+    return {
+        "metadata": {"resourceVersion": "7"},
+        "spec": {"activeMember": member, "switchRequest": NOW, **spec},
+    }
+
+
+def test_a_switch_is_one_patch_of_the_desired_state_whatever_the_history() -> None:
+    plan = plan_switch(placed("Normal", "weu", "weu"), "neu", [following_task()], now=AT)
+    assert plan.patch.body == request("neu")
     assert (plan.failback, plan.tasks[0].name, plan.tasks[0].before, plan.tasks[0].after) == (
         False,
         "archive",
         "weu",
         "neu",
     )
-    # Failback after an automatic failover while the spec names the primary already: only removal is a change.
-    [remove] = plan_switch(
-        placed("FailedOver", "neu", "neu", "weu", mode="automatic", activeMember="weu"), None, []
-    ).patches
-    assert remove.content_type == JSON_PATCH and remove.requested == ""
-    assert remove.body[-1] == {"op": "remove", "path": "/spec/activeMember"}
-    # Back to a secondary the spec already names (automatic failover went to the primary): remove, then set.
-    steps = plan_switch(
-        placed("Normal", "weu", "weu", "neu", mode="automatic", activeMember="neu"), "neu", []
-    ).patches
-    assert [p.requested for p in steps] == ["", "neu"]
+    # Failback after an automatic failover while the spec names the primary already: the same one patch
+    # (the new switchRequest makes it a request; no removal first, no knowledge of the state machine).
+    failed_over = placed("FailedOver", "neu", "neu", "weu", mode="automatic", activeMember="weu")
+    assert plan_switch(failed_over, None, [], now=AT).patch.body == request("weu")
+    # Back to a secondary the spec already names (an automatic failover went to the primary): one patch.
+    on_primary = placed("Normal", "weu", "weu", "neu", mode="automatic", activeMember="neu")
+    assert plan_switch(on_primary, "neu", [], now=AT).patch.body == request("neu")
     with pytest.raises(NothingToDo):
         plan_switch(placed("FailedOver", "neu", "neu"), "neu", [])
     with pytest.raises(PluginError, match="'xyz' is not a member of FailoverGroup orders: weu, neu"):
@@ -80,38 +85,18 @@ def test_a_switch_is_a_change_of_spec_active_member() -> None:
 
 def test_planned_and_forced_set_the_switch_mode_with_the_request() -> None:
     waiting = {"member": "neu", "since": "2026-11-26T10:00:00Z"}
-    plan = plan_switch(placed("Normal", "weu", "weu"), "neu", [], planned=True)
-    [patch] = plan.patches
-    assert patch.body["spec"] == {"activeMember": "neu", "switching": {"planned": True}}
+    plan = plan_switch(placed("Normal", "weu", "weu"), "neu", [], planned=True, now=AT)
+    assert plan.patch.body == request("neu", switching={"planned": True})
     assert plan.planned and plan.planned_timeout_seconds == 300
-    # Asking for the mode the group already has changes only activeMember.
-    [same] = plan_switch(placed("Normal", "weu", "weu", switching={"planned": True}), "neu", [], True).patches
-    assert same.body["spec"] == {"activeMember": "neu"}
-    # A planned switch that waits for the replication is forced by changing the mode alone.
+    # Asking for the mode the group already has changes only the request.
+    same = placed("Normal", "weu", "weu", switching={"planned": True})
+    assert plan_switch(same, "neu", [], True, now=AT).patch.body == request("neu")
+    # A planned switch that waits for the replication is forced by the same patch with the mode.
     stuck = placed("Normal", "weu", "weu", "neu", activeMember="neu", switching={"planned": True})
     stuck["status"]["pendingSwitch"] = waiting
-    [force] = plan_switch(stuck, "neu", [], planned=False).patches
-    assert force.body["spec"] == {"switching": {"planned": False}} and force.requested == "neu"
-    assert plan_switch(stuck, "neu", []).patches == []
-    # Automatic mode, the field already names the primary: the mode goes into the same JSON patch.
-    [remove] = plan_switch(
-        placed(
-            "FailedOver",
-            "neu",
-            "neu",
-            "weu",
-            mode="automatic",
-            activeMember="weu",
-            switching={"plannedTimeoutSeconds": 60},
-        ),
-        None,
-        [],
-        planned=True,
-    ).patches
-    assert remove.body[1:] == [
-        {"op": "add", "path": "/spec/switching", "value": {"plannedTimeoutSeconds": 60, "planned": True}},
-        {"op": "remove", "path": "/spec/activeMember"},
-    ]
+    forced = plan_switch(stuck, "neu", [], planned=False, now=AT)
+    assert forced.patch.body == request("neu", switching={"planned": False})
+    assert "spec.switching.planned → false" in forced.patch.describe
 
 
 def test_the_plan_tells_what_a_switch_now_leaves_behind() -> None:
@@ -145,9 +130,26 @@ def test_a_planned_request_through_kubectl(kube: KubeServer, federator: Plugin) 
         {"phase": "Normal", "producerMember": "weu", "consumerMember": "weu", "conditions": ready("Active")},
     )
     done = federator("failover", "orders", "--to", "neu", "--planned", "--yes", "--no-wait")
-    assert "requested: spec.activeMember: (unset) → neu, spec.switching.planned → true" in done.stdout
     spec = kube.request("GET", f"{GROUPS}/orders")[1]["spec"]
     assert spec["activeMember"] == "neu" and spec["switching"]["planned"] is True
+    told = f"requested: spec.activeMember: (unset) → neu, spec.switchRequest → {spec['switchRequest']}, "
+    assert told + "spec.switching.planned → true" in done.stdout
+
+
+def test_the_failback_after_an_automatic_failover_is_one_patch(kube: KubeServer, federator: Plugin) -> None:
+    """The case that took a removal, a wait for the operator and a second patch: now one request."""
+    on_neu = {
+        "phase": "FailedOver",
+        "producerMember": "neu",
+        "consumerMember": "neu",
+        "requestedMember": "weu",
+    }
+    create(kube, group(mode="automatic", activeMember="weu"), {**on_neu, "conditions": ready("Active")})
+    done = federator("failback", "orders", "--yes", "--no-wait")
+    assert "requested: spec.activeMember: weu → weu, spec.switchRequest → " in done.stdout
+    assert kube.emulator.times("PATCH", f"{GROUPS}/orders") == 1
+    spec = kube.request("GET", f"{GROUPS}/orders")[1]["spec"]
+    assert spec["activeMember"] == "weu" and spec["switchRequest"].endswith("Z")
 
 
 def test_nothing_changes_without_consent(kube: KubeServer, federator: Plugin) -> None:
@@ -282,6 +284,9 @@ def test_failover_and_failback_through_the_plugin_while_the_controller_runs(
         in switched
     )
     assert "task archive reads from neu" in switched
+    # The operator's record of the switch: each phase's time (the follower as far as it has seen it).
+    assert "measured: switch weu → neu (requested, both): detected → decided " in switched
+    assert ", decided → endpoints published " in switched
     assert switched.rstrip().endswith("done: producers and consumers use neu")
     found = kube.request("GET", f"{GROUPS}/orders")[1]
     assert found["spec"]["activeMember"] == "neu" and found["status"]["phase"] == "FailedOver"
@@ -308,6 +313,7 @@ def test_failover_and_failback_through_the_plugin_while_the_controller_runs(
     rest = seen + out
     assert "Event FailbackComplete" in rest and "drained" in rest
     assert "task archive reads from weu" in rest
+    assert "measured: switch neu → weu (drained, consumers): detected → decided " in rest
     assert rest.rstrip().endswith("done: producers and consumers use weu")
     assert kube.request("GET", f"{GROUPS}/orders")[1]["status"]["phase"] == "Normal"
     assert kube.server_errors() == []

@@ -181,6 +181,16 @@ async def test_a_group_switches_on_an_edit_of_its_file_and_fails_back_once_drain
     events = (loop.directory / "events.log").read_text()
     for reason in ("Activated", "SpecReloaded", "Switched", "FailingBack", "FailbackComplete"):
         assert f" {reason}: " in events
+    # Each switch measured as far as local mode sees (its tasks' status is not read by groups), kept in
+    # the state dir's status across runs.
+    kept = json.loads((loop.directory / "status.json").read_text())["switches"]
+    assert [(r["target"], r["roles"], r["cause"], r["complete"]) for r in kept] == [
+        ("secondary", "both", "requested", True),
+        ("primary", "producers", "requested", True),
+        ("primary", "consumers", "drained", True),
+    ]
+    assert all(r["publishedSeconds"] >= 0 for r in kept)
+    assert events.count(" SwitchMeasured: switch ") == 3
 
 
 @pytest.mark.slow

@@ -138,6 +138,11 @@ def failovers(name: str, source: str, target: str) -> float:
     return metrics.REGISTRY.get_sample_value("federator_failovers_total", labels) or 0.0
 
 
+def phase_count(name: str, phase: str) -> float:
+    labels = {"namespace": NS, "group": name, "phase": phase}
+    return metrics.REGISTRY.get_sample_value("federator_failover_phase_seconds_count", labels) or 0.0
+
+
 def dns_records(members: Members) -> dict[str, Any]:
     client = DnsManagementClient(
         EmulatorCredential(members.neu),
@@ -195,6 +200,7 @@ def test_the_group_fails_over_when_the_primary_stops_and_publishes_the_switch(
     kube = operator
     # The counter is process-wide: other tests (tests/kubectl) fail an `orders` group over too.
     failovers_before = failovers("orders", "weu", "neu")
+    detections_before = phase_count("orders", "detected_to_decided")
     kube.request(
         "POST",
         GROUPS,
@@ -240,6 +246,14 @@ def test_the_group_fails_over_when_the_primary_stops_and_publishes_the_switch(
     assert any(kind == "Warning" and reason == "FailedOver" and "weu" in text for kind, reason, text in said)
     assert ("Warning", "MemberUnhealthy") in {(kind, reason) for kind, reason, _ in said}
     assert failovers("orders", "weu", "neu") - failovers_before == 1
+    # Measured: from the first failed probe to the decision (two probes 1 s apart), then the publishing.
+    [measured] = found["switches"]
+    assert (measured["source"], measured["target"], measured["cause"]) == ("weu", "neu", "failover")
+    assert measured["detected"] == weu["failingSince"] and 0.5 <= measured["decidedSeconds"] <= 10
+    assert 0 <= measured["publishedSeconds"] < 10 and measured["complete"]
+    told = [text for _, reason, text in said if reason == "SwitchMeasured"]
+    assert told and told[0].startswith("switch weu → neu (failover, both): detected → decided ")
+    assert phase_count("orders", "detected_to_decided") - detections_before == 1
 
     kube.request("DELETE", f"{GROUPS}/orders")
     eventually(lambda: get(kube, f"{GROUPS}/orders") is None, message="the group was not released")

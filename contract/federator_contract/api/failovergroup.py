@@ -128,7 +128,7 @@ class Publishing(FedModel):
 
 
 class Switching(FedModel):
-    """How a requested switch (a change of `activeMember`) is carried out."""
+    """How a requested switch (`activeMember`, with `switchRequest`) is carried out."""
 
     planned: bool = False
     """`true`: a planned switch waits until the ReplicationTasks copying from the producers' member to the
@@ -166,14 +166,20 @@ class FailoverGroupSpec(FedModel):
     mode: Literal["manual", "automatic"] = "manual"
     """`manual`: only `activeMember` switches. `automatic`: `failureThreshold` consecutive probe failures
     of the active member switch to the next healthy member (the primary first); failing back stays a
-    deliberate act (a change of `activeMember`). Default: manual."""
+    deliberate act (a new `switchRequest`). Default: manual."""
     primary_member: DnsLabel
     """The preferred member; failback returns to it."""
     active_member: DnsLabel | None = None
-    """The manual switch: the member producers and consumers should use. Default: `primaryMember`. In
-    automatic mode a change of this field is honoured too (a planned switch, or the failback after an
-    automatic failover); switching to the primary moves producers first and consumers once the member
-    they leave is drained."""
+    """The member producers and consumers should use (desired state). Default: `primaryMember`. Manual
+    mode keeps the group on it. In automatic mode an automatic failover overrides the request in force
+    (this field with `switchRequest`) until a new one is made: a new `switchRequest` value, or another
+    member here. Switching to the primary moves producers first and consumers once the member they leave
+    is drained."""
+    switch_request: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    """Names the request for `activeMember`: any value, new for each request (`kubectl federator failover`
+    writes the time). The same value again requests nothing, so Git can hold it; a new one asks for
+    `activeMember` again, e.g. the failback after an automatic failover while `activeMember` already names
+    the primary. The operator records the value it acted on in `status.switchRequest`."""
     members: Annotated[
         list[FailoverMember], Field(min_length=2, max_length=8, json_schema_extra=list_map("name"))
     ]
@@ -201,6 +207,8 @@ class ProbeResult(StatusModel):
     """When the member was last probed."""
     message: str = ""
     """Error of the last failed probe."""
+    failing_since: datetime | None = None
+    """When the first of `consecutiveFailures` was probed (when a failure was detected)."""
 
 
 class PendingSwitch(StatusModel):
@@ -225,6 +233,50 @@ class SwitchLoss(StatusModel):
     """Their enqueue-time span."""
     tasks: Annotated[list[str], Field(max_length=64)] = []
     """The ReplicationTasks that were behind."""
+
+
+class FollowerFlowing(StatusModel):
+    """A ReplicationTask whose source follows the group, after a switch."""
+
+    task: str
+    """The task."""
+    flowing_seconds: Annotated[float, Field(ge=0)] | None = None
+    """From the decision to the task's first batch read from the member switched to, as its status
+    reports it (`activeSourceMember` and the earliest `lastBatchTime` seen after the switch); unset while it
+    does not flow there yet."""
+
+
+class SwitchRecord(StatusModel):
+    """One switch and how long each phase took: detected → decided → endpoints published → each follower
+    flowing on the new member."""
+
+    source: str | None = None
+    """The member left."""
+    target: str
+    """The member switched to."""
+    roles: Literal["producers", "consumers", "both"]
+    """Who moved."""
+    cause: str
+    """`failover`, `requested` (forced), `planned`, `plannedTimeout`, `drained`, `drainTimeout`,
+    `memberRemoved`."""
+    detected: datetime
+    """When the need was seen: the first of the failed probes (failover), or the round that saw the
+    request."""
+    decided: datetime
+    """When the operator switched."""
+    decided_seconds: Annotated[float, Field(ge=0)]
+    """Detected → decided (a planned switch's wait for the replication included)."""
+    published_seconds: Annotated[float, Field(ge=0)] | None = None
+    """Decided → endpoints published (ConfigMap, and DNS records when configured)."""
+    followers: Annotated[list[FollowerFlowing], Field(max_length=64)] = []
+    """Tasks whose source follows the group, and when each flowed on the new member."""
+    events_left_behind: Annotated[int, Field(ge=0)] | None = None
+    """Events at the member left not copied yet to the new one (forced switches; from the lag of the
+    tasks copying to it at the switch; unset: none known)."""
+    rpo_seconds: Annotated[float, Field(ge=0)] | None = None
+    """Their enqueue-time span."""
+    complete: bool = False
+    """Measured to the end: every follower flows, or the wait for them ended (Event `SwitchMeasured`)."""
 
 
 class MemberReplication(StatusModel):
@@ -259,8 +311,10 @@ class FailoverGroupStatus(ObjectStatus):
     consumer_since: datetime | None = None
     """When consumers moved to `consumerMember` (ReplicationTasks that follow the group resume from it)."""
     requested_member: str | None = None
-    """The value of `spec.activeMember` the operator last acted on (empty when unset): a change of the
-    field is a switch request."""
+    """The value of `spec.activeMember` the operator last acted on (empty when unset)."""
+    switch_request: str | None = None
+    """The value of `spec.switchRequest` the operator last acted on (empty when unset): a request is
+    new when this or `requestedMember` differs from the spec."""
     drain_pending: Annotated[list[str], Field(max_length=64)] = []
     """While failing back: drain entities of the consumers' member that still hold messages."""
     probes: Annotated[list[ProbeResult], Field(max_length=8)] = []
@@ -270,6 +324,8 @@ class FailoverGroupStatus(ObjectStatus):
     last_switch_loss: SwitchLoss | None = None
     """What the last switch left behind, estimated from the lag of the ReplicationTasks copying to the new
     member (none when it left nothing)."""
+    switches: Annotated[list[SwitchRecord], Field(max_length=5)] = []
+    """The last switches, oldest first, with how long each phase took."""
     replication: Annotated[
         list[MemberReplication], Field(max_length=8, json_schema_extra=list_map("member"))
     ] = []

@@ -68,6 +68,7 @@ class ManagementServer:
         self._sockets: dict[str, socket.socket] = {}
         self._extra_sockets: dict[str, socket.socket] = {}  # amqpsPort: the same services again
         self._adopt = adopt
+        self._hosts = {name: state.config.host for name, state in namespaces.items()}
         try:
             hosts = ["localhost", "127.0.0.1", "::1"]
             hosts += [ns.config.host for ns in namespaces.values() if ns.config.host not in _WILDCARDS]
@@ -91,6 +92,9 @@ class ManagementServer:
         self._authorizer = Authorizer(tenant, self.backend)
         self.dns = dns
         self._thread: threading.Thread | None = None
+        self._runners: dict[str, web.AppRunner] = {}
+        self._servers: dict[str, list[asyncio.Server]] = {}
+        self._connections = Connections()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
         self._started = threading.Event()
@@ -113,34 +117,67 @@ class ManagementServer:
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
-        runners: list[web.AppRunner] = []
-        servers: list[asyncio.Server] = []
-        connections = Connections()
         try:
-            for name, sock in self._sockets.items():
+            for name in self._sockets:
                 runner = web.AppRunner(self._app(name), access_log=None, shutdown_timeout=_SHUTDOWN_SECONDS)
                 await runner.setup()
-                runners.append(runner)
-                for listening in filter(None, (sock, self._extra_sockets.get(name))):
-                    servers.append(await self._listen(listening, runner, name, connections))
+                self._runners[name] = runner
+                await self._open(name)
             logger.info("management plane serving %s", self.backend.endpoints)
         finally:
             self._started.set()
         try:
             await self._stop_event.wait()
         finally:
-            for listener in servers:
-                listener.close()
-            connections.abort()
-            for runner in runners:
-                # A TLS close waits for the client's close_notify, which pooled client connections
-                # never send; abort them so no socket outlives the loop.
-                http = runner.server
-                for connection in list(http.connections) if http is not None else []:
-                    if connection.transport is not None:
-                        connection.transport.abort()
+            for name in self._runners:
+                self._close(name)
+            self._connections.abort()
+            for runner in self._runners.values():
                 await runner.cleanup()
             await asyncio.sleep(0)  # let the aborted transports run connection_lost
+
+    async def _open(self, name: str) -> None:
+        """Serve the namespace's ports."""
+        runner = self._runners[name]
+        self._servers[name] = [
+            await self._listen(sock, runner, name, self._connections) for sock in self._listening(name)
+        ]
+
+    def _listening(self, name: str) -> list[socket.socket]:
+        """The namespace's listening sockets, bound again on the same ports when an outage closed them."""
+        found = []
+        for sockets, ports in ((self._sockets, self.ports), (self._extra_sockets, self.amqps_ports)):
+            sock = sockets.get(name)
+            if sock is None:
+                continue
+            if sock.fileno() == -1:
+                sock = sockets[name] = _bind(self._hosts[name], ports[name])
+            found.append(sock)
+        return found
+
+    def set_outage(self, name: str, down: bool, timeout: float = 10.0) -> None:
+        """Take the namespace's ports down (new connections refused, open ones aborted) or serve them again.
+        Thread-safe, but not from the management plane's own thread."""
+        assert self._loop is not None, "the management plane is not serving"
+
+        async def apply() -> None:
+            if down:
+                self._close(name)
+            elif name not in self._servers:
+                await self._open(name)
+
+        asyncio.run_coroutine_threadsafe(apply(), self._loop).result(timeout)
+
+    def _close(self, name: str) -> None:
+        """Stop listening on the namespace's ports and abort its open connections."""
+        for listener in self._servers.pop(name, []):
+            listener.close()
+        # A TLS close waits for the client's close_notify, which pooled client connections never send;
+        # abort them so no socket outlives the loop.
+        http = self._runners[name].server
+        for connection in list(http.connections) if http is not None else []:
+            if connection.transport is not None:
+                connection.transport.abort()
 
     async def _listen(
         self, sock: socket.socket, runner: web.AppRunner, namespace: str, connections: Connections

@@ -88,9 +88,9 @@ def render(
 ) -> None:
     """Print what the operator would create for the manifests (the GitOps preview)."""
     from federator import plainyaml
-    from federator.cli.render import preview_document
+    from federator.cli.render import preview_documents
     from federator.settings import OperatorSettings
-    from federator.validation.documents import ManifestError, load_documents
+    from federator.validation.documents import Document, ManifestError, load_documents
 
     env = dict(os.environ)
     if launcher is not None:
@@ -101,31 +101,27 @@ def render(
         err.print(f"[red]{escape(str(problem))}[/]")
         raise typer.Exit(code=2) from None
     failed = 0
+    documents: list[Document] = []
     for path in filename:
         try:
-            documents = list(load_documents(path))
+            documents += list(load_documents(path))
         except ManifestError as problem:
             err.print(f"[red]{escape(str(problem))}[/]")
             failed += 1
+    # Together: a ReplicationApplication is rendered with its member tasks from any of the files.
+    for preview in preview_documents(documents, settings):
+        if not preview.ok:
+            failed += 1
+            err.print(f"[red]{escape(preview.label)}: {preview.reason}[/]: {escape(preview.message or '')}")
             continue
-        for doc in documents:
-            preview = preview_document(doc, settings)
-            if preview is None:
-                continue
-            if not preview.ok:
-                failed += 1
-                err.print(
-                    f"[red]{escape(preview.label)}: {preview.reason}[/]: {escape(preview.message or '')}"
-                )
-                continue
-            for warning in preview.warnings:
-                err.print(f"[yellow]{escape(preview.label)}: warning[/]: {escape(str(warning))}")
-            sys.stdout.write(f"# {preview.label}\n")
-            if preview.provisioning is not None:
-                plan = plainyaml.dump(preview.provisioning).splitlines()
-                sys.stdout.write(f"# {preview.provisioning_title} (not a Kubernetes object):\n")
-                sys.stdout.write("".join(f"#   {line}\n" for line in plan))
-            sys.stdout.write("---\n".join(plainyaml.dump(o) for o in preview.objects) + "---\n")
+        for warning in preview.warnings:
+            err.print(f"[yellow]{escape(preview.label)}: warning[/]: {escape(str(warning))}")
+        sys.stdout.write(f"# {preview.label}\n")
+        if preview.provisioning is not None:
+            plan = plainyaml.dump(preview.provisioning).splitlines()
+            sys.stdout.write(f"# {preview.provisioning_title} (not a Kubernetes object):\n")
+            sys.stdout.write("".join(f"#   {line}\n" for line in plan))
+        sys.stdout.write("---\n".join(plainyaml.dump(o) for o in preview.objects) + "---\n")
     if failed:
         raise typer.Exit(code=1)
 
@@ -230,6 +226,31 @@ def demo(
         err.print(f"[red]{escape(str(problem))}[/]")
         raise typer.Exit(code=2) from None
     raise typer.Exit(code=code)
+
+
+@app.command()
+def drill(
+    filename: Files,
+    state_dir: StateDirOption = Path(".federator"),
+    kill: Annotated[
+        bool, typer.Option("--kill", help="Then kill the primary's emulator namespace and fail back.")
+    ] = False,
+    group: Annotated[
+        str | None, typer.Option("--group", help="The FailoverGroup to drill, when the files have several.")
+    ] = None,
+) -> None:
+    """Failover drill in local mode: run the manifests, switch a healthy FailoverGroup to another member
+    and back, and print each switch's phases, followers and what it left behind."""
+    from federator.local.drillrun import DrillRefused, run_drill
+
+    try:
+        faults = run_drill(filename, state_dir, kill=kill, group_name=group, say=out.print)
+    except (DrillRefused, TimeoutError) as problem:
+        err.print(f"[red]drill refused or stopped:[/] {escape(str(problem))}")
+        raise typer.Exit(code=2) from None
+    for fault in faults:
+        err.print(f"[red]drill failed:[/] {escape(fault)}")
+    raise typer.Exit(code=3 if faults else 0)
 
 
 @app.command()

@@ -86,14 +86,12 @@ def failed_over(spec: FailoverGroupSpec, state: GroupState) -> ConditionUpdate:
 
 
 def failback_instruction(spec: FailoverGroupSpec, state: GroupState) -> str:
-    """What to change so the group fails back (a change of spec.activeMember is the request)."""
+    """What to change so the group fails back, as one patch."""
     primary = spec.primary_member
-    if spec.active_member is None:
-        return f"set spec.activeMember to {primary}"
     if spec.active_member != primary:
-        return f"set spec.activeMember to {primary} (or remove it)"
-    # Automatic failover while the spec already names the primary: only a change of the field is a request.
+        return f"set spec.activeMember to {primary}"
     return (
-        f"remove spec.activeMember (it already names {primary}, so setting it again changes nothing), or set "
-        f"it to {state.producer} and later back to {primary}"
+        f"set spec.switchRequest to a new value (e.g. the time): spec.activeMember names {primary} "
+        f"already, but the automatic failover to {state.producer} overrode that request and holding it "
+        "requests nothing (`kubectl federator failback` makes that one patch)"
     )

@@ -2,9 +2,10 @@
 check → the next state, the switches made and the Events that announce them. Pure: time is passed in.
 
 Rules (docs/patterns/failover.md has the diagram):
-- `spec.activeMember` (default: the primary) is the switch. Manual mode keeps the group on it; automatic
-  mode acts on a *change* of the field (a planned switch or the failback after an automatic failover) and
-  otherwise fails over when the producers' member fails `failureThreshold` probes in a row.
+- `spec.activeMember` (default: the primary) is the desired member. Manual mode keeps the group on it.
+  Automatic mode fails over when the producers' member fails `failureThreshold` probes in a row; that
+  overrides the request in force (`spec.activeMember` with `spec.switchRequest`) until a new one is made
+  (either field differs from what the status recorded), so holding the same request changes nothing.
 - Switching to the primary moves producers first (phase FailingBack); consumers follow once the member
   they leave is drained, or after `drainTimeoutSeconds`. Every other switch moves both at once: a failover
   leaves a failing member, so there is nothing to wait for.
@@ -29,6 +30,7 @@ from federator_contract.api.failovergroup import (
     PendingSwitch,
     ProbeResult,
     SwitchLoss,
+    SwitchRecord,
 )
 
 Phase = Literal["Normal", "FailedOver", "FailingBack"]
@@ -66,21 +68,15 @@ class MemberHealth:
     consecutive_failures: int = 0
     last_probe_time: datetime | None = None
     message: str = ""
+    failing_since: datetime | None = None
+    """When the first of the consecutive failures was probed."""
 
     @classmethod
     def from_status(cls, probe: ProbeResult) -> MemberHealth:
-        return cls(
-            probe.member, probe.healthy, probe.consecutive_failures, probe.last_probe_time, probe.message
-        )
+        return cls(**{f.name: getattr(probe, f.name) for f in dataclasses.fields(cls)})
 
     def to_status(self) -> ProbeResult:
-        return ProbeResult(
-            member=self.member,
-            healthy=self.healthy,
-            consecutive_failures=self.consecutive_failures,
-            last_probe_time=self.last_probe_time,
-            message=self.message,
-        )
+        return ProbeResult(**dataclasses.asdict(self))
 
 
 @dataclass(frozen=True)
@@ -96,6 +92,21 @@ class Drain:
         return not self.pending and not self.error
 
 
+# GroupState's fields the status keeps as they are → their names there: one table reads and writes them.
+_KEPT = {
+    "phase": "phase",
+    "producer": "producer_member",
+    "consumer": "consumer_member",
+    "producer_since": "producer_since",
+    "consumer_since": "consumer_since",
+    "last_transition": "last_transition_time",
+    "requested": "requested_member",
+    "request_token": "switch_request",
+    "pending": "pending_switch",
+    "last_loss": "last_switch_loss",
+}
+
+
 @dataclass(frozen=True)
 class GroupState:
     """The part of the status the machine reads and writes."""
@@ -108,30 +119,33 @@ class GroupState:
     last_transition: datetime | None = None
     requested: str | None = None
     """`spec.activeMember` as last acted on ("" when unset); None before the first pass."""
+    request_token: str | None = None
+    """`spec.switchRequest` as last acted on ("" when unset); None before the first pass or in a status
+    written before the field existed."""
     drain_pending: tuple[str, ...] = ()
     health: Mapping[str, MemberHealth] = field(default_factory=dict)
-    pending_switch: str | None = None
-    """A planned switch to this member waits for the replication to it to catch up (since `pending_since`)."""
-    pending_since: datetime | None = None
+    pending: PendingSwitch | None = None
+    """A planned switch waits for the replication to its member to catch up."""
     last_loss: SwitchLoss | None = None
     """`status.lastSwitchLoss` as written."""
+    switches: tuple[SwitchRecord, ...] = ()
+    """`status.switches`: the last switches and their phase timings (failover/timings.py keeps them)."""
+
+    @property
+    def pending_switch(self) -> str | None:
+        return self.pending.member if self.pending is not None else None
+
+    @property
+    def pending_since(self) -> datetime | None:
+        return self.pending.since if self.pending is not None else None
 
     @classmethod
     def from_status(cls, status: FailoverGroupStatus) -> GroupState:
-        pending = status.pending_switch
         return cls(
-            phase=status.phase,
-            producer=status.producer_member,
-            consumer=status.consumer_member,
-            producer_since=status.producer_since,
-            consumer_since=status.consumer_since,
-            last_transition=status.last_transition_time,
-            requested=status.requested_member,
+            **{mine: getattr(status, theirs) for mine, theirs in _KEPT.items()},
             drain_pending=tuple(status.drain_pending),
             health={p.member: MemberHealth.from_status(p) for p in status.probes},
-            pending_switch=pending.member if pending is not None else None,
-            pending_since=pending.since if pending is not None else None,
-            last_loss=status.last_switch_loss,
+            switches=tuple(status.switches),
         )
 
     @classmethod
@@ -141,23 +155,11 @@ class GroupState:
 
     def to_status(self) -> FailoverGroupStatus:
         """The status fields this state owns, every one set (one that is None is removed when written)."""
-        pending = (
-            PendingSwitch(member=self.pending_switch, since=self.pending_since)
-            if self.pending_switch is not None and self.pending_since is not None
-            else None
-        )
         return FailoverGroupStatus(
-            phase=self.phase,
-            producer_member=self.producer,
-            consumer_member=self.consumer,
-            producer_since=self.producer_since,
-            consumer_since=self.consumer_since,
-            last_transition_time=self.last_transition,
-            requested_member=self.requested,
+            **{theirs: getattr(self, mine) for mine, theirs in _KEPT.items()},
             drain_pending=list(self.drain_pending),
             probes=[h.to_status() for h in self.health.values()],
-            pending_switch=pending,
-            last_switch_loss=self.last_loss,
+            switches=list(self.switches),
         )
 
 
@@ -169,6 +171,9 @@ class Switch:
     source: str | None
     target: str
     cause: Cause
+    detected: datetime
+    """When the need was seen: the first failed probe of a failover, the round that saw a request (or
+    began waiting for the replication), the round that found the drain done or its time up."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +204,9 @@ def step(
     elif not machine.follow_request():
         machine.fail_over_if_needed()
         machine.finish_failback(drain)
-    machine.state = dataclasses.replace(machine.state, requested=spec.active_member or "")
+    machine.state = dataclasses.replace(
+        machine.state, requested=spec.active_member or "", request_token=spec.switch_request or ""
+    )
     return Step(machine.state, machine.switches, machine.notes)
 
 
@@ -224,7 +231,9 @@ class _Machine:
                     health[name] = before
                 continue
             failures = 0 if outcome.healthy else (before.consecutive_failures if before else 0) + 1
-            after = MemberHealth(name, outcome.healthy, failures, self.now, outcome.message)
+            since = before.failing_since if before is not None and before.consecutive_failures else None
+            failing_since = None if outcome.healthy else since or self.now
+            after = MemberHealth(name, outcome.healthy, failures, self.now, outcome.message, failing_since)
             if before is not None and _same_result(before, after) and not self._stale(before):
                 after = before  # nothing new to write
             health[name] = after
@@ -252,17 +261,20 @@ class _Machine:
             consumer_since=self.now,
             last_transition=self.now,
         )
-        self.switches.append(Switch("both", None, target, "initial"))
+        self.switches.append(Switch("both", None, target, "initial", self.now))
         self.note("Normal", reasons.ACTIVATED, f"producers and consumers use member {target}")
 
     def follow_request(self) -> bool:
-        """Acts on `spec.activeMember`; True when it switched."""
-        raw = self.spec.active_member or ""
+        """Acts on `spec.activeMember`; True when it switched. In automatic mode only a new request counts
+        (an automatic failover overrides the one in force); a status from before `switchRequest` existed
+        recorded none, which is the same as an unset one."""
+        asked = (self.spec.active_member or "", self.spec.switch_request or "")
+        new = asked != (self.state.requested, self.state.request_token or "")
         waiting = self.state.pending_switch == self.wanted
-        if self.spec.mode == "automatic" and raw == self.state.requested and not waiting:
+        if self.spec.mode == "automatic" and not new and not waiting:
             return False
         if self.wanted == self.state.producer:
-            self.state = dataclasses.replace(self.state, pending_switch=None, pending_since=None)
+            self.state = dataclasses.replace(self.state, pending=None)
             return False
         cause = self._planned_cause()
         if cause is None:
@@ -294,7 +306,7 @@ class _Machine:
                 f"at most {self.spec.switching.planned_timeout_seconds}s",
             )
         self.state = dataclasses.replace(
-            self.state, pending_switch=self.wanted, pending_since=since or self.now
+            self.state, pending=PendingSwitch(member=self.wanted, since=since or self.now)
         )
         return None
 
@@ -355,13 +367,19 @@ class _Machine:
             consumer_since=self.now if consumer != before.consumer else before.consumer_since,
             last_transition=self.now,
             drain_pending=(),
-            pending_switch=None,
-            pending_since=None,
+            pending=None,
         )
-        self.switches.append(Switch(roles, source, target, cause))
+        self.switches.append(Switch(roles, source, target, cause, self._detected(cause, before, source)))
         self.notes.append(_announcement(roles, source, target, cause, self, drain))
         if roles != "consumers":
             self._record_loss(target)
+
+    def _detected(self, cause: Cause, before: GroupState, source: str | None) -> datetime:
+        if cause == "failover" and source is not None:
+            return before.health[source].failing_since or self.now
+        if cause in ("planned", "plannedTimeout") and before.pending_since is not None:
+            return before.pending_since
+        return self.now
 
     def _record_loss(self, target: str) -> None:
         """What producers leave behind at the member they left: the tasks' lag to `target` (a forced switch,

@@ -75,9 +75,10 @@ async def _reconcile(body: kopf.Body, memo: OperatorContext, current: dict[str, 
     finally:
         metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     report(KIND, body, found.result)
+    namespace, name = body.meta["namespace"], body.meta["name"]
     for switch in found.switches:
         if switch.roles != "consumers" and switch.cause != "initial":
-            metrics.FAILOVERS.labels(
-                body.meta["namespace"], body.meta["name"], switch.source or "", switch.target
-            ).inc()
+            metrics.FAILOVERS.labels(namespace, name, switch.source or "", switch.target).inc()
+    for phase, seconds in found.phases:
+        metrics.FAILOVER_PHASE.labels(namespace, name, phase).observe(seconds)
     return found

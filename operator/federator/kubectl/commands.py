@@ -17,11 +17,11 @@ from federator.kubectl import output
 from federator.kubectl import status as status_view
 from federator.kubectl.cluster import Cluster, PluginError, Snapshot, group_name, parse_reference
 from federator.kubectl.kubeconfig import Target
-from federator.kubectl.model import following_groups, meta
+from federator.kubectl.model import application_of, following_groups, meta
 from federator_contract.api.kinds import BY_KIND
 
 MIRROR_LABEL = status_view.MIRROR_LABEL
-_OUR_KINDS = "FailoverGroups, ServiceBusMirrors or ReplicationTasks"
+_OUR_KINDS = status_view.OUR_KINDS
 
 
 async def read(cluster: Cluster, reference: str | None, all_namespaces: bool) -> Snapshot:
@@ -30,7 +30,7 @@ async def read(cluster: Cluster, reference: str | None, all_namespaces: bool) ->
     namespace = None if all_namespaces else cluster.target.namespace
     snapshot = await cluster.snapshot(namespace)
     if reference is None:
-        if not (snapshot.groups or snapshot.mirrors or snapshot.tasks):
+        if not (snapshot.groups or snapshot.mirrors or snapshot.tasks or snapshot.applications):
             await cluster.require_namespace(namespace)
         return snapshot
     kind, name = parse_reference(reference)
@@ -38,6 +38,7 @@ async def read(cluster: Cluster, reference: str | None, all_namespaces: bool) ->
         BY_KIND["FailoverGroup"]: snapshot.groups,
         BY_KIND["ServiceBusMirror"]: snapshot.mirrors,
         BY_KIND["ReplicationTask"]: snapshot.tasks,
+        BY_KIND["ReplicationApplication"]: snapshot.applications,
     }
     found = [(k, o) for k, objs in listed.items() if kind in (None, k) for o in objs if meta(o)[1] == name]
     if not found:
@@ -45,7 +46,8 @@ async def read(cluster: Cluster, reference: str | None, all_namespaces: bool) ->
         where = scope(cluster, all_namespaces)
         if kind is None:
             raise PluginError(
-                f"no FailoverGroup, ServiceBusMirror or ReplicationTask named {name} in {where}"
+                f"no FailoverGroup, ServiceBusMirror, ReplicationApplication or ReplicationTask named {name} "
+                f"in {where}"
             )
         raise PluginError(f"{kind.singular} {name} not found in {where}")
     if len(found) > 1:
@@ -65,6 +67,9 @@ async def read(cluster: Cluster, reference: str | None, all_namespaces: bool) ->
             t for t in tasks if ((t.get("metadata") or {}).get("labels") or {}).get(MIRROR_LABEL) == name
         ]
         return Snapshot(mirrors=[obj], tasks=owned, spark_pods=snapshot.spark_pods)
+    if kind is BY_KIND["ReplicationApplication"]:
+        members = [t for t in tasks if application_of(t) == name]
+        return Snapshot(applications=[obj], tasks=members, spark_pods=snapshot.spark_pods)
     return Snapshot(tasks=[obj], spark_pods=snapshot.spark_pods)
 
 
@@ -145,6 +150,13 @@ async def switch(
     name = group_name(group)
     async with Cluster.connect(target) as cluster:
         await run_switch(cluster, name, member, planned=planned, yes=yes, wait=follow, timeout=timeout)
+
+
+async def drill_group(target: Target, group: str, yes: bool, timeout: float | None, fmt: str) -> int:
+    from federator.kubectl.drill import run_drill
+
+    async with Cluster.connect(target) as cluster:
+        return await run_drill(cluster, group_name(group), yes=yes, timeout=timeout, fmt=fmt)
 
 
 async def write_report(target: Target, out: str | None, all_namespaces: bool, tail: int) -> None:

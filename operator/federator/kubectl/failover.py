@@ -1,26 +1,25 @@
-"""`kubectl federator failover|failback`: plan the switch (pure), show it, ask, write `spec.activeMember`,
-then follow the group until the switch completed or failed.
+"""`kubectl federator failover|failback`: plan the switch (pure), show it, ask, write the request, then
+follow the group until the switch completed or failed.
 
-The operator acts on a *change* of `spec.activeMember` (it records the value it acted on in
-`status.requestedMember`; docs/patterns/failover.md). When the field already names the wanted member
-(automatic mode, after an automatic failover), the request is made by removing it (the primary), or by
-removing it and then setting it once the operator saw the removal (another member).
+The request is one merge patch of the desired state: `spec.activeMember` and a new `spec.switchRequest`
+(the time), which the operator takes as a new request whatever the group's history (an automatic failover
+overrides the request in force; docs/patterns/failover.md). Sending it again is harmless.
 
-`--planned` / `--forced` set `spec.switching.planned` in the same request (the group keeps that mode for
-later switches, as a GitOps change of the field would). A planned switch already waiting for the
-replication to catch up is forced by `--forced` alone."""
+`--planned` / `--forced` set `spec.switching.planned` in the same patch (the group keeps that mode for
+later switches, as a GitOps change of the field would); a planned switch already waiting for the
+replication to catch up is forced that way too."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
-from federator.kube.client import JSON_PATCH, MERGE_PATCH
+from federator.kube.client import MERGE_PATCH
 from federator.kubectl import output
 from federator.kubectl.cluster import Cluster, PluginError, ref_of
 from federator.kubectl.failover_follow import follow
@@ -48,11 +47,11 @@ class NothingToDo(Exception):
 
 @dataclass(frozen=True)
 class Patch:
-    content_type: str
+    """The request: a merge patch of the group's spec."""
+
     body: Any
-    requested: str
-    """`status.requestedMember` once the operator has seen this patch ("" when the field is removed)."""
     describe: str
+    content_type: str = MERGE_PATCH
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ class SwitchPlan:
     producer: str
     consumer: str
     endpoints: dict[str, str]
-    patches: list[Patch]
+    patch: Patch
     tasks: list[TaskChange] = field(default_factory=list)
     into_target: list[tuple[str, float | None, datetime | None]] = field(default_factory=list)
     """Tasks that replicate into the target member: (name, lag seconds, last batch time)."""
@@ -90,10 +89,16 @@ class SwitchPlan:
     period_seconds: int = 10
 
 
-def plan_switch(group: Obj, member: str | None, tasks: list[Obj], planned: bool | None = None) -> SwitchPlan:
+def plan_switch(
+    group: Obj,
+    member: str | None,
+    tasks: list[Obj],
+    planned: bool | None = None,
+    now: datetime | None = None,
+) -> SwitchPlan:
     """What switching `group` to `member` (None: the primary) takes and changes; `planned` True/False asks
-    for a planned/forced switch (None: the group's `spec.switching`). Raises NothingToDo, or PluginError
-    when the switch cannot be requested."""
+    for a planned/forced switch (None: the group's `spec.switching`); `now` names the request. Raises
+    NothingToDo, or PluginError when the switch cannot be requested."""
     ns, name = meta(group)
     spec, status = spec_of(group), group_status(group)
     members = {str(m.get("name")): m for m in spec.get("members") or []}
@@ -121,13 +126,12 @@ def plan_switch(group: Obj, member: str | None, tasks: list[Obj], planned: bool 
         producer=str(producer),
         consumer=str(consumer),
         endpoints={n: str(m.get("endpoint", "")) for n, m in members.items()},
-        patches=_patches(
+        patch=_patch(
             spec,
-            status,
             target,
-            str(producer),
             (group.get("metadata") or {}).get("resourceVersion"),
             None if planned is None or planned == configured else planned,
+            now or datetime.now(UTC),
         ),
         planned=configured if planned is None else planned,
         planned_timeout_seconds=int(switching.get("plannedTimeoutSeconds", 300)),
@@ -141,75 +145,21 @@ def plan_switch(group: Obj, member: str | None, tasks: list[Obj], planned: bool 
     return plan
 
 
-def _patches(
-    spec: Obj,
-    status: FailoverGroupStatus,
-    target: str,
-    producer: str,
-    version: str | None,
-    planned: bool | None,
-) -> list[Patch]:
-    """The requests to write, in order; `planned` is a change of `spec.switching.planned` to make with
-    the first one (None: none)."""
-    primary = spec.get("primaryMember")
-    current = spec.get("activeMember")
+def _patch(spec: Obj, target: str, version: str | None, planned: bool | None, now: datetime) -> Patch:
+    """The request: the member, a new `switchRequest` (so it is a request whatever the group did since
+    the last one), and a change of `spec.switching.planned` when `planned` is not None. The resource
+    version makes it apply to the group the plan was made from."""
     mode = {} if planned is None else {"switching": {"planned": planned}}
     mode_text = "" if planned is None else f", spec.switching.planned → {str(planned).lower()}"
-    set_it = Patch(
-        MERGE_PATCH,
-        {"metadata": {"resourceVersion": version}, "spec": {"activeMember": target, **mode}},
-        target,
-        f"spec.activeMember: {current or '(unset)'} → {target}{mode_text}",
+    token = timestamp(now.replace(microsecond=0))
+    current = spec.get("activeMember")
+    return Patch(
+        {
+            "metadata": {"resourceVersion": version},
+            "spec": {"activeMember": target, "switchRequest": token, **mode},
+        },
+        f"spec.activeMember: {current or '(unset)'} → {target}, spec.switchRequest → {token}{mode_text}",
     )
-    if current != target:
-        return [set_it]
-    waiting = status.pending_switch is not None and status.pending_switch.member == target
-    if waiting or spec.get("mode", "manual") == "manual":
-        # Already asked for: the operator is on its way, waits for the replication (a planned switch), or
-        # the group is Stalled. Only a change of the switch's mode is left to request.
-        if planned is None:
-            return []
-        return [
-            Patch(
-                MERGE_PATCH,
-                {"metadata": {"resourceVersion": version}, "spec": mode},
-                target,
-                f"spec.switching.planned → {str(planned).lower()} (spec.activeMember already names {target})",
-            )
-        ]
-    switching = [] if planned is None else [_set_switching(spec, planned)]
-    remove = Patch(
-        JSON_PATCH,
-        [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
-            *switching,
-            {"op": "remove", "path": "/spec/activeMember"},
-        ],
-        "",
-        f"remove spec.activeMember (it already names {target}; only a change is a request){mode_text}",
-    )
-    if target == primary:
-        return [remove]
-    if producer != primary:
-        raise PluginError(
-            f"spec.activeMember already names {target}, and the operator acts on a change of it; removing it "
-            f"would switch to the primary {primary} first. Switch to {primary} first "
-            f"(kubectl federator failover GROUP --to {primary}), then to {target}"
-        )
-    # Removing asks for the primary, which producers already use: no switch; then the field is a change.
-    then = Patch(
-        MERGE_PATCH, {"spec": {"activeMember": target}}, target, f"then spec.activeMember → {target}"
-    )
-    return [remove, then]
-
-
-def _set_switching(spec: Obj, planned: bool) -> Obj:
-    """A JSON-patch operation setting `spec.switching.planned` whether or not `switching` is present."""
-    return {
-        "op": "add",
-        "path": "/spec/switching",
-        "value": {**(spec.get("switching") or {}), "planned": planned},
-    }
 
 
 def _estimate(status: FailoverGroupStatus, target: str) -> tuple[int | None, float | None] | None:
@@ -311,8 +261,7 @@ def show(plan: SwitchPlan) -> list[Text]:
         )
     lines.append(Text("  published  the group's endpoints ConfigMap (and DNS records, if configured)"))
     lines.append(Text(f"  switch     {_mode_text(plan)}"))
-    for patch in plan.patches:
-        lines.append(Text(f"  change     {patch.describe}"))
+    lines.append(Text(f"  change     {plan.patch.describe}"))
     if plan.tasks:
         lines.append(Text("Tasks following the group:", style="bold"))
         for task in plan.tasks:
@@ -364,19 +313,13 @@ async def run_switch(
         return
     for line in show(plan):
         out.print(line)
-    if not yes and not _confirmed(out):
+    if not yes and not confirmed(out):
         raise PluginError("nothing changed")
     started = time.monotonic()
-    deadline = started + (timeout or _default_timeout(plan))
-    generation = None
-    for index, patch in enumerate(plan.patches):
-        written = await cluster.patch(GROUPS, ns, group, patch.body, patch.content_type)
-        generation = (written.get("metadata") or {}).get("generation")
-        out.print(Text(f"requested: {patch.describe}", style="green"))
-        if index < len(plan.patches) - 1:
-            await follow(
-                cluster, plan, started, deadline, until_requested=patch.requested, generation=generation
-            )
+    deadline = started + (timeout or default_timeout(plan))
+    written = await cluster.patch(GROUPS, ns, group, plan.patch.body, plan.patch.content_type)
+    generation = (written.get("metadata") or {}).get("generation")
+    out.print(Text(f"requested: {plan.patch.describe}", style="green"))
     if wait:
         await follow(cluster, plan, started, deadline, generation=generation)
 
@@ -384,7 +327,7 @@ async def run_switch(
 _YES, _NO = {"y", "yes"}, {"n", "no", ""}
 
 
-def _confirmed(out: Console) -> bool:
+def confirmed(out: Console) -> bool:
     """`y`/`yes` go on, `n`/`no` or just Enter do not (any case); anything else is asked again."""
     while True:
         out.print("Proceed? [y/N]: ", end="", markup=False)
@@ -399,7 +342,7 @@ def _confirmed(out: Console) -> bool:
         out.print("Please answer yes or no.")
 
 
-def _default_timeout(plan: SwitchPlan) -> float:
+def default_timeout(plan: SwitchPlan) -> float:
     # A request is seen at once (a spec change wakes the group); a failback waits for the drain.
     rounds = 6 * plan.period_seconds + 60
     waits = plan.planned_timeout_seconds if plan.planned else 0

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from federator.failover.timings import describe
 from federator.kubectl import output
 from federator.kubectl.cluster import Cluster, PluginError, ref_of
 from federator.kubectl.model import Obj, condition, group_status, headline, parse_time, task_status
@@ -49,15 +50,12 @@ async def follow(
     plan: SwitchPlan,
     started: float,
     deadline: float,
-    until_requested: str | None = None,
     generation: int | None = None,
 ) -> None:
-    """Return once the switch completed (or, with `until_requested`, once the operator recorded that
-    request); raise PluginError when the group stalls, disappears, the operator does not act on the
-    request (`generation`: the group's generation the request made), switches elsewhere, or the deadline
-    passes."""
+    """Return once the switch completed; raise PluginError when the group stalls, disappears, the operator
+    does not act on the request (`generation`: the group's generation the request made), switches
+    elsewhere, or the deadline passes."""
     progress = _Progress(started)
-    final_request = plan.patches[-1].requested if plan.patches else None
     unseen_deadline = started + _unseen_grace(plan)
     while True:
         group = await cluster.get(GROUPS, plan.namespace, plan.group)
@@ -69,24 +67,16 @@ async def follow(
         stalled = condition(group, "Stalled")
         if stalled is not None and stalled.status == "True":
             raise PluginError(f"the group is Stalled ({stalled.reason}): {stalled.message}")
-        seen = generation is None or _observed(status) >= generation
-        requested = status.requested_member
-        if not seen:
+        if generation is not None and _observed(status) < generation:
             if time.monotonic() >= unseen_deadline:
                 raise PluginError(_unseen_message(plan, status, generation, time.monotonic() - started))
-        elif until_requested is not None:
-            if requested == until_requested:
+        elif arrived(plan, status):
+            if not await _report_tasks(progress, cluster, plan):
+                _report_measured(progress, status, plan)
+                progress.say("done", True, f"done: producers and consumers use {plan.target}", "bold green")
                 return
-        elif final_request is None or requested == final_request:
-            if _arrived(plan, status):
-                pending = await _report_tasks(progress, cluster, plan)
-                if not pending:
-                    progress.say(
-                        "done", True, f"done: producers and consumers use {plan.target}", "bold green"
-                    )
-                    return
-            elif _settled_elsewhere(plan, status):
-                raise PluginError(_undone_message(plan, status, progress))
+        elif settled_elsewhere(plan, status):
+            raise PluginError(_undone_message(plan, status, progress))
         if time.monotonic() >= deadline:
             raise PluginError(_timeout_message(plan, status, progress))
         await asyncio.sleep(POLL_SECONDS)
@@ -102,7 +92,7 @@ def _unseen_grace(plan: SwitchPlan) -> float:
     return 2 * plan.period_seconds + UNSEEN_GRACE_SECONDS
 
 
-def _settled_elsewhere(plan: SwitchPlan, status: FailoverGroupStatus) -> bool:
+def settled_elsewhere(plan: SwitchPlan, status: FailoverGroupStatus) -> bool:
     """The operator acted on the request, and producers and consumers rest on another member: no move
     under way (FailingBack), no planned switch waiting."""
     producer, consumer = status.producer_member, status.consumer_member
@@ -123,8 +113,8 @@ def _unseen_message(
     return (
         f"the operator has not acted on the request in {waited:.0f}s (the group's status is of generation "
         f"{status.observed_generation or 'none'}, the request made {generation}): is it running? "
-        f"The request stays in spec.activeMember and is carried out when it runs; watch it with "
-        f"{_watch_hint(plan)}"
+        "The request stays in spec.activeMember and spec.switchRequest and is carried out when it runs; "
+        f"watch it with {_watch_hint(plan)}"
     )
 
 
@@ -137,7 +127,7 @@ def _undone_message(plan: SwitchPlan, status: FailoverGroupStatus, progress: _Pr
     )
 
 
-def _arrived(plan: SwitchPlan, status: FailoverGroupStatus) -> bool:
+def arrived(plan: SwitchPlan, status: FailoverGroupStatus) -> bool:
     return status.producer_member == status.consumer_member == plan.target
 
 
@@ -217,8 +207,16 @@ async def _report_tasks(progress: _Progress, cluster: Cluster, plan: SwitchPlan)
     return pending
 
 
+def _report_measured(progress: _Progress, status: FailoverGroupStatus, plan: SwitchPlan) -> None:
+    """The phase timings the operator recorded for the switch (followers it has not seen flowing yet are
+    told as such: it reads their status at its next round)."""
+    last = status.switches[-1] if status.switches else None
+    if last is not None and last.target == plan.target:
+        progress.say("measured", True, "measured: " + describe(last, "not seen flowing yet"), "dim")
+
+
 def _timeout_message(plan: SwitchPlan, status: FailoverGroupStatus, progress: _Progress) -> str:
-    if not _arrived(plan, status):
+    if not arrived(plan, status):
         drain, consumer = status.drain_pending, status.consumer_member
         detail = f"; still holding messages on {consumer}: {', '.join(drain)}" if drain else ""
         return (

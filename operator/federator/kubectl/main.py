@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -106,7 +106,7 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     """One line on stderr and exit code 1: the shape of every failure of the plugin."""
     line = f"[red]error:[/] {output.safe(' '.join(message.split()))}"
     output.console(stderr=True).print(line, soft_wrap=True)
@@ -126,11 +126,12 @@ def _root(
         raise typer.Exit()
 
 
-def _run(namespace: str | None, work: Callable[[Target], Coroutine[Any, Any, T]]) -> None:
-    """Load the kubeconfig and run one command; any failure is one red line and exit code 1."""
+def _run(namespace: str | None, work: Callable[[Target], Coroutine[Any, Any, T]]) -> T:
+    """Load the kubeconfig and run one command (its result returned); any failure is one red line and
+    exit code 1."""
     try:
         target = load(namespace=namespace, options=_given)
-        asyncio.run(work(target))
+        return asyncio.run(work(target))
     except (KubeconfigError, PluginError) as problem:
         _fail(str(problem))
     except KeyboardInterrupt:
@@ -152,9 +153,10 @@ def status(
     watch: Watch = False,
     interval: Interval = 2.0,
 ) -> None:
-    """Trees of FailoverGroups (members, probes, tasks following them, Spark, lag) and ServiceBusMirrors
-    (members, entities and rules, pairs, tasks), conditions worst first with their full messages. NAME
-    shows one object and what belongs to it (KIND/NAME when kinds share the name: fg/, sbm/, rt/).
+    """Trees of FailoverGroups (members, probes, tasks following them, Spark, lag), ServiceBusMirrors
+    (members, entities and rules, pairs, tasks) and ReplicationApplications (Spark, the tasks sharing it),
+    conditions worst first with their full messages. NAME shows one object and what belongs to it
+    (KIND/NAME when kinds share the name: fg/, sbm/, rapp/, rt/).
 
     \b
     Examples:
@@ -238,8 +240,9 @@ def failover(
     namespace: Namespace = None,
 ) -> None:
     """Switch a FailoverGroup to another member: shows what will change (endpoints, tasks that follow,
-    replication lag into the member, what a switch now leaves behind), asks, sets the manual switch
-    (spec.activeMember) and follows the group until the switch completed or failed. To the primary this
+    replication lag into the member, what a switch now leaves behind), asks, writes the request in one
+    patch (spec.activeMember with a new spec.switchRequest) and follows the group until the switch
+    completed or failed. To the primary this
     is a failback. Without --planned/--forced the group's spec.switching decides. GROUP: NAME or fg/NAME.
 
     \b
@@ -273,6 +276,41 @@ def failback(
 
     mode = _switch_mode(planned, forced)
     _run(namespace, lambda t: switch(t, group, None, mode, yes, not no_wait, timeout))
+
+
+@command
+def drill(
+    group: Group,
+    yes: Yes = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Seconds to wait for each switch's record (default: from the group's probe period, "
+            "planned timeout and drain timeout).",
+            min=1,
+        ),
+    ] = None,
+    namespace: Namespace = None,
+    fmt: Annotated[
+        Format, typer.Option("--output", "-o", help="text (a report), json or yaml.")
+    ] = Format.text,
+) -> None:
+    """Rehearse a failover: a planned switch of a FailoverGroup to its next member and back, each waited
+    for until the operator's record of it is complete, then a report of each phase's time (detected →
+    decided → endpoints published → each follower flowing), the RPO and duplicates. A group not healthy
+    enough to drill is refused before anything changes, with the reasons. Exit code 0 passed, 2 refused,
+    3 failed (1: any other error). GROUP: NAME or fg/NAME.
+
+    \b
+    Example:
+      kubectl federator drill orders -n payments --yes
+    """
+    from federator.kubectl.commands import drill_group
+
+    code = _run(namespace, lambda t: drill_group(t, group, yes, timeout, fmt.value))
+    raise typer.Exit(code=code)
 
 
 @command

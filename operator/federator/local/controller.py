@@ -21,6 +21,7 @@ from federator.local.management import amqp_connection_strings, emulator_environ
 from federator.local.mirrors import provision
 from federator.local.model import GroupRun, MirrorRun
 from federator.local.state import StateDir
+from federator.local.taskobjects import TaskObjects
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome
 from federator.provision.schedule import ProvisionSchedule
@@ -44,10 +45,12 @@ class Controller:
         ready: Mapping[str, Any],
         cloud: ManagementEnvironment | None = None,
         on_switch: Callable[[], None] | None = None,
+        tasks: TaskObjects | None = None,
     ) -> None:
         """``ready``: the emulator's ready document (empty without an emulator); ``cloud``: how members
         outside the emulator are reached (Azure's public cloud by default); ``on_switch``: called from the
-        controllers' thread after a round that moved a group's members, once they can be read."""
+        controllers' thread after a round that moved a group's members, once they can be read; ``tasks``: the
+        run's ReplicationTasks as the groups' rounds read them (local/taskobjects.py)."""
         self.mirrors = mirrors
         self.on_switch = on_switch
         self.state = state
@@ -56,7 +59,7 @@ class Controller:
         self.prober = Prober()
         emulators = amqp_connection_strings(ready) if ready else {}
         self.groups = [
-            GroupLoop(g, state, emulators, self.prober, self._dns_env(g.spec, ready)) for g in groups
+            GroupLoop(g, state, emulators, self.prober, self._dns_env(g.spec, ready), tasks) for g in groups
         ]
         self.outcomes: dict[str, list[MemberOutcome]] = {}
         self._loop = asyncio.new_event_loop()
@@ -163,8 +166,12 @@ class Controller:
             failed = await self._provision(run)
 
     async def _group_loop(self, group: GroupLoop) -> None:
+        # At a fixed rate, as failover detection is promised in periods: sleeping a period after each
+        # round would add every round's own time (a probe of a dead member's timeout among it).
+        due = time.monotonic()
         while True:
-            await asyncio.sleep(group.period)
+            due = max(due + group.period, time.monotonic())  # an overrun does not make the next ones hurry
+            await asyncio.sleep(due - time.monotonic())
             await self._round(group)
 
 

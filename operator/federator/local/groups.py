@@ -25,6 +25,7 @@ from federator.local.model import GroupRun, PlanContext, TaskManifest
 from federator.local.model import Note as PlanNote
 from federator.local.observe import TaskRow, triad_row
 from federator.local.state import StateDir
+from federator.local.taskobjects import TaskObjects
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import ManagementError
 from federator.reconcile.failovergroup import GroupPorts, group_round
@@ -110,6 +111,8 @@ class GroupLoop:
     prober: Prober
     dns_env: ManagementEnvironment | None
     """The emulator's management environment when it serves the group's DNS zone."""
+    tasks: TaskObjects | None = None
+    """The run's ReplicationTasks with their status (local/taskobjects.py): followers and lag."""
     snapshot: GroupSnapshot | None = None
     _ports: GroupPorts = field(init=False, repr=False)
     _modified: int | None = field(default=None, init=False, repr=False)
@@ -120,7 +123,9 @@ class GroupLoop:
         self.snapshot = GroupSnapshot(self._load(), [], "")
         dns = DnsPublisher(self.dns_env) if self.dns_env is not None else None
         endpoints = EndpointsFile(self.directory / "endpoints.json")
-        self._ports = GroupPorts(self.run.secrets, self.prober, endpoints, dns, LOCAL_SCOPE, self.emulators)
+        self._ports = GroupPorts(
+            self.run.secrets, self.prober, endpoints, dns, LOCAL_SCOPE, self.emulators, tasks=self.tasks
+        )
         self._modified = _modified(self.run.source)
 
     @property

@@ -17,6 +17,7 @@ from federator.planning.mirror import MirrorPlan
 from federator.settings import OperatorSettings
 from federator.validation.documents import Document
 from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.replicationapplication import ReplicationApplicationSpec
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 from federator_contract.emulatorconfig import EmulatorConfig
 from federator_contract.taskconfig import TaskConfig
@@ -41,6 +42,9 @@ class TaskRun:
     """The mirror that generated the task (`namespace/name`): it starts once its pair is provisioned."""
     pair: tuple[str, ...] = ()
     """The mirror members the task copies between."""
+    application: str | None = None
+    """The ReplicationApplication (`namespace/name`) its `spec.runtime.applicationRef` names: its query
+    runs in that application's host, with the application's Spark settings."""
 
     @property
     def key(self) -> str:
@@ -140,6 +144,10 @@ class LocalPlan:
     following: list[FollowingTask] = field(default_factory=list)
     emulator: EmulatorConfig | None = None
     """The emulator to start (ports still 0 unless declared); None when nothing uses it."""
+    task_specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """`namespace/name` → every ReplicationTask's spec as written (what the groups' rounds read)."""
+    applications: dict[str, ReplicationApplicationSpec] = field(default_factory=dict)
+    """`namespace/name` → the ReplicationApplications among the manifest files (local/applications.py)."""
     azurite_tasks: set[str] = field(default_factory=set)
     """Tasks (`<namespace>/<name>`) whose checkpoint translation keeps a store in Azurite, which the run
     starts for them."""

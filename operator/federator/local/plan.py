@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from federator import reasons
+from federator.local.applications import expand_application, is_application, membership
 from federator.local.emulator import EmulatorLayout, emulator_namespaces, endpoint_uses
 from federator.local.groups import expand_group, group_object
 from federator.local.mirrors import expand_mirror
@@ -41,6 +42,7 @@ from federator.settings import OperatorSettings
 from federator.validation import check_document
 from federator.validation.documents import Document
 from federator_contract.api.failovergroup import FailoverGroupStatus
+from federator_contract.api.replicationapplication import ReplicationApplicationSpec
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.emulatorconfig import EmulatorConfig
 from federator_contract.taskconfig import TaskConfig
@@ -48,6 +50,7 @@ from federator_contract.taskconfig import TaskConfig
 Expand = Callable[[Document, PlanContext], list[TaskManifest]]
 
 LOCAL_KINDS: dict[str, Expand] = {
+    "ReplicationApplication": expand_application,
     "ReplicationTask": lambda doc, _: [TaskManifest(doc.body)],
     "ServiceBusMirror": expand_mirror,
     "FailoverGroup": expand_group,
@@ -68,12 +71,13 @@ def plan_local_run(
 ) -> LocalPlan:
     """Everything a run needs, before any process starts. ``metrics_port``: the first task's Prometheus
     port (each further task the next one); None leaves the endpoints off."""
-    documents = list(documents)
+    # Applications first: a task may come before the application it names.
+    documents = sorted(documents, key=lambda doc: not is_application(doc))
     settings = OperatorSettings()  # the cluster-only settings (images, volumes) do not matter here
     supporting = SupportingDocuments.collect(d.body for d in documents)
     context = PlanContext(LocalPlan(), EmulatorLayout(emulator_config), supporting, environ, state, settings)
     plan, layout = context.plan, context.layout
-    planner = TaskPlanner(state, environ, supporting, settings)
+    planner = TaskPlanner(state, environ, supporting, settings, plan.applications)
     ports: Iterator[int | None] = (
         itertools.repeat(None) if metrics_port is None else itertools.count(metrics_port)
     )
@@ -88,6 +92,7 @@ def plan_local_run(
                 plan.blocked.append(BlockedTask(namespace, name, doc.label, reasons.INVALID_SPEC, message))
                 continue
             seen.add(f"{namespace}/{name}")
+            plan.task_specs[f"{namespace}/{name}"] = manifest.body["spec"]
             spec = ReplicationTaskSpec.model_validate(manifest.body["spec"])
             if needs_azurite(spec):
                 plan.azurite_tasks.add(f"{namespace}/{name}")
@@ -149,6 +154,8 @@ class TaskPlanner:
     environ: Mapping[str, str]
     supporting: SupportingDocuments
     settings: OperatorSettings
+    applications: Mapping[str, ReplicationApplicationSpec]
+    """`namespace/name` → the ReplicationApplications among the manifest files."""
 
     def plan(
         self,
@@ -179,6 +186,7 @@ class TaskPlanner:
                 following=following,
                 annotations=meta.get("annotations"),
             )
+            member = membership(spec, namespace, self.applications)
         except PlanningError as err:
             return blocked(err.reason, err.message)
         secret_env = self.supporting.secrets(namespace, task.spark_app.secrets, self.environ)
@@ -213,11 +221,12 @@ class TaskPlanner:
             label=label,
             task_config=config,
             emulator_namespaces=tuple(emulator_namespaces(uses)),
-            spark_conf=dict(task.spark_app.spark_conf),
+            spark_conf=member.spark_conf if member else dict(task.spark_app.spark_conf),
             files={path: contents[ref] for ref, path in files.items()},
             secret_env=secret_env,
             mirror=manifest.mirror,
             pair=manifest.pair,
+            application=member.application if member else None,
         )
 
 

@@ -1,7 +1,8 @@
 """The processes of one local plan: the emulator (when a task points at it), the controllers of mirrors
-and failover groups (local/controller.py), and one Spark application per task, started in that order and
-stopped in the reverse one. A mirror's task starts once its pair is provisioned; a task that follows a
-failover group starts with the member the group chose, and restarts with the new one after a switch; an
+and failover groups (local/controller.py), and the Spark applications of the tasks (local/apps.py: one
+per task, per mirror, per ReplicationApplication), started in that order and stopped in the reverse one.
+A mirror's task starts once its pair is provisioned; a task that follows a failover group starts with the
+member the group chose, and its query moves to the new one after a switch (its host goes on running); an
 application that ends by itself starts again after a growing pause, as a cluster's restart policy
 would."""
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from federator import plainyaml, reasons
-from federator.local.apps import HEALTHY_SECONDS, SparkApp, crash_restart_delay, launch
+from federator.local.apps import HEALTHY_SECONDS, Home, SparkApp, crash_restart_delay, home_of, launch
 from federator.local.azurite import AzuriteNotFound, RunningAzurite, start_azurite
 from federator.local.controller import Controller
 from federator.local.emulator import with_ports
@@ -29,6 +30,7 @@ from federator.local.model import BlockedTask, FollowingTask, LocalPlan, TaskRun
 from federator.local.observe import TaskRow, blocked_row
 from federator.local.state import AZURITE_CONNECTION, StateDir
 from federator.local.supervisor import ManagedProcess, spawn, stop_all
+from federator.local.taskobjects import task_objects
 from federator_contract.files import write_atomically
 
 EMULATOR_START_SECONDS = 60.0
@@ -97,7 +99,12 @@ class LocalSession:
         self._start_azurite()
         if self.plan.mirrors or self.plan.groups:
             self.controller = Controller(
-                self.plan.mirrors, self.plan.groups, self.state, self.ready, on_switch=self.wakeup.set
+                self.plan.mirrors,
+                self.plan.groups,
+                self.state,
+                self.ready,
+                on_switch=self.wakeup.set,
+                tasks=task_objects(self.plan.task_specs, self.state),
             )
             self.controller.start()
         self.following = following
@@ -110,15 +117,15 @@ class LocalSession:
         startable = [t for t in self.pending if t.mirror is None or self._pair_provisioned(t)]
         for task in startable:
             self.pending.remove(task)
-        for task in [t for t in startable if t.mirror is None]:
-            self.apps.append(launch([task], self.state, self.environ, self.ready))
-        for mirror in dict.fromkeys(t.mirror for t in startable if t.mirror is not None):
-            tasks = [t for t in startable if t.mirror == mirror]
-            app = next((a for a in self.apps if a.tasks[0].mirror == mirror), None)
-            if app is None:
+        homes: dict[Home, list[TaskRun]] = {}
+        for task in startable:
+            homes.setdefault(home_of(task, self.state), []).append(task)
+        for home, tasks in homes.items():
+            if self._app_at(home) is None:
                 self.apps.append(launch(tasks, self.state, self.environ, self.ready))
-            else:  # a further pair became ready: the mirror's application runs it too
-                self._restart(app, [*(app.restart or app.tasks), *tasks], "more pairs provisioned")
+            else:  # a further pair became ready, or a task of the application: the host runs it too
+                for task in tasks:
+                    self.run_task(task, "")
         for follower in self.following:
             self._follow(follower)
         for index, app in enumerate(self.apps):
@@ -126,6 +133,22 @@ class LocalSession:
                 self.apps[index] = launch(app.restart, self.state, self.environ, self.ready)
             elif app.ended_by_itself():
                 self._after_failure(index, app)
+
+    def run_task(self, task: TaskRun, why: str) -> None:
+        """Run ``task`` in the application of its home: handed to its host when that runs and has what the
+        task needs (only its query starts, or starts again), else by starting the application (again).
+        ``why``: what changed, for the view."""
+        app = self._app_at(home_of(task, self.state))
+        if app is None:
+            self.apps.append(launch([task], self.state, self.environ, self.ready))
+        elif app.can_place(task):
+            app.place(task, self.state, self.ready, why)
+        else:
+            tasks = [*(t for t in (app.restart or app.tasks) if t.key != task.key), task]
+            self._restart(app, tasks, why or f"{task.key} joins it")
+
+    def _app_at(self, home: Home) -> SparkApp | None:
+        return next((a for a in self.apps if a.home == home), None)
 
     def _after_failure(self, index: int, app: SparkApp) -> None:
         """Schedule the start of an application that ended by itself; start it once its pause is over."""
@@ -149,7 +172,8 @@ class LocalSession:
         return set(task.pair) <= provisioned
 
     def _follow(self, task: FollowingTask) -> None:
-        """Plan a following task again when a group it follows moved; restart it if its members changed."""
+        """Plan a following task again when a group it follows moved; move its query if its members
+        changed."""
         assert self.controller is not None
         versions = tuple(self.controller.group_version(task.namespace, g) for g in task.groups)
         if self._followed.get(task.key) == versions:
@@ -160,12 +184,12 @@ class LocalSession:
             self.waiting[task.key] = outcome  # planned again when the group moves
             return
         self.waiting.pop(task.key, None)
-        app = next((a for a in self.apps if a.tasks[0].key == task.key), None)
-        if app is None:
-            self.apps.append(launch([outcome], self.state, self.environ, self.ready))
-        elif outcome.followed_members != app.tasks[0].followed_members:
+        running = next((t for a in self.apps for t in (a.restart or a.tasks) if t.key == task.key), None)
+        if running is None:
+            self.run_task(outcome, "")
+        elif outcome.followed_members != running.followed_members:
             members = ", ".join(sorted(outcome.followed_members.values()))
-            self._restart(app, [outcome], f"a followed group switched to {members}")
+            self.run_task(outcome, f"a followed group switched to {members}")
 
     def _start_azurite(self) -> None:
         """Azurite, when a task keeps its checkpoint translation's store there; the tasks that need it
@@ -204,8 +228,10 @@ class LocalSession:
             plainyaml.dump(config.model_dump(by_alias=True, mode="json")),
         )
         state.emulator_ready.unlink(missing_ok=True)  # a crashed run's file would name a dead emulator
+        state.emulator_outages.unlink(missing_ok=True)  # an interrupted drill's outage ends with its run
         argv = [sys.executable, "-m", "federator_emulator", "--config", str(state.emulator_config)]
         argv += ["--data-dir", str(state.emulator_data), "--ready-file", str(state.emulator_ready)]
+        argv += ["--outages", str(state.emulator_outages)]
         self.emulator = spawn("emulator", argv, {**self.environ, "PYTHONUNBUFFERED": "1"}, state.emulator_log)
         deadline = time.monotonic() + EMULATOR_START_SECONDS
         log = f"log: {state.emulator_log}"

@@ -7,13 +7,17 @@
 <state>/emulator/ready.json                   connection details while the emulator runs
 <state>/emulator/connections/<namespace>      its connection string, owner-only, for the apps to read
 <state>/emulator/data/                        durable messages (the emulator's --data-dir)
+<state>/emulator/outages                      the namespaces it takes down (a drill's; removed at each start)
 <state>/emulator/emulator.log
 <state>/tasks/<namespace>/<name>/task.json    the task config the Spark app reads (no secret values)
 <state>/tasks/<namespace>/<name>/checkpoint/  Spark offsets and Federator's commit records
 <state>/tasks/<namespace>/<name>/status.json  counters the app folds in after every batch
-<state>/tasks/<namespace>/<name>/app.log      the app's output
+<state>/tasks/<namespace>/<name>/app.log      the output of the task's own app (`tasks/`: a host's)
 <state>/tasks/<namespace>/<name>/config-maps/<ConfigMap>/<key>   ConfigMap keys its editors read
 <state>/mirrors/<namespace>/<name>/status.json    the last provisioning outcome of every member
+<state>/mirrors/<namespace>/<name>/app.log        the output of the application running its tasks
+<state>/mirrors/<namespace>/<name>/tasks/         links to its tasks' configs, which that host watches
+<state>/applications/<namespace>/<name>/app.log   a ReplicationApplication's output (`tasks/` likewise)
 <state>/groups/<namespace>/<name>/endpoints.json  what the group publishes (the ConfigMap's keys)
 <state>/groups/<namespace>/<name>/status.json     the group's status, as the operator would write it
 <state>/groups/<namespace>/<name>/events.log      its Events (switches, unhealthy members)
@@ -70,6 +74,9 @@ class StateDir:
     def mirror_dir(self, namespace: str, name: str) -> Path:
         return self.root / "mirrors" / namespace / name
 
+    def application_dir(self, namespace: str, name: str) -> Path:
+        return self.root / "applications" / namespace / name
+
     def group_dir(self, namespace: str, name: str) -> Path:
         return self.root / "groups" / namespace / name
 
@@ -88,6 +95,11 @@ class StateDir:
     @property
     def emulator_ready(self) -> Path:
         return self.emulator_dir / "ready.json"
+
+    @property
+    def emulator_outages(self) -> Path:
+        """The namespaces the emulator takes down, one a line (a drill's killed member)."""
+        return self.emulator_dir / "outages"
 
     def emulator_connection_file(self, namespace: str) -> Path:
         return self.emulator_dir / "connections" / namespace

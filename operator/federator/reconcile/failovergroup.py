@@ -7,6 +7,7 @@ The handler runs a round every `spec.probe.periodSeconds` and writes the result.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ from federator.failover.replication import replication_to_members
 from federator.failover.rounds import probe_and_step
 from federator.failover.runtime import FailoverRuntime
 from federator.failover.state import GroupState, Switch
+from federator.failover.timings import followers, measure
 from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
 from federator.kube.resources import CONFIGMAPS, REPLICATION_TASKS
@@ -78,7 +80,10 @@ class GroupPorts:
     are refused (EmulatorOnlyInLocalMode)."""
     tasks: Callable[[str], Awaitable[list[dict[str, Any]]]] | None = None
     """The ReplicationTask objects of a namespace, whose lag (`status.lag`) decides when a planned switch
-    may go and what a forced one leaves behind. None in local mode, which reports no lag to groups."""
+    may go and what a forced one leaves behind, and whose source member and batch time say when a
+    follower flows after a switch. Local mode reads its tasks' status files (local/taskobjects.py)."""
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    """When a switch was decided and its endpoints published (the round's `now` is when it began)."""
 
 
 @dataclass
@@ -89,6 +94,8 @@ class GroupRound:
     """The state after the round; None when it stopped before probing (a connection could not be had)."""
     dns_error: ManagementError | None = None
     """Why the DNS records were not written, when they were not."""
+    phases: list[tuple[str, float]] = field(default_factory=list)
+    """Phase timings of switches measured this round (failover/timings.py), for the histogram."""
 
 
 async def group_round(
@@ -103,6 +110,7 @@ async def group_round(
 ) -> GroupRound:
     """One round from `state` (what the previous round left: status in a cluster, the state dir in local
     mode)."""
+    began = ports.clock()
     try:
         connections = {
             m.name: await resolve_connection(
@@ -116,41 +124,65 @@ async def group_round(
     tasks = await ports.tasks(namespace) if ports.tasks is not None else None
     replication = replication_to_members(spec, state.producer, tasks) if tasks is not None else None
     stepped = await probe_and_step(ports.prober, spec, state, connections, now, replication)
+    decided = ports.clock()
     if tasks is not None:  # the producers may have moved
         replication = replication_to_members(spec, stepped.state.producer, tasks)
     notes = list(stepped.notes)
     owner = Owner(API_VERSION, FAILOVER_GROUP.kind, name, uid) if uid else None
-    restored = await ports.endpoints.publish(
-        endpoints_config_map(name, namespace, spec, stepped.state, owner)
-    )
-    dns = spec.publishing.dns if ports.dns is not None else None
-    records = dns_record_sets(spec, stepped.state) if dns is not None else []
+    try:
+        restored = await ports.endpoints.publish(
+            endpoints_config_map(name, namespace, spec, stepped.state, owner)
+        )
+    except PlanningError as err:  # nothing published: the switch is not made either (decided again later)
+        stalled = Findings(cond.stalled(err.reason, err.message), retry_after=spec.probe.period_seconds)
+        return GroupRound(stalled, [], None)
     if restored is not None and not stepped.switches:
         notes.append(Note("Warning", reasons.DRIFT_CORRECTED, f"{restored} was changed; restored"))
     assessed = assess(spec, stepped.state, replication)
-    updates = assessed.updates
+    updates, dns_error = assessed.updates, await _publish_dns(ports, namespace, name, spec, stepped.state)
     retry_after = None  # set when the round ends blocked (counted in federator_reconcile_errors_total)
-    dns_error = None
-    if dns is not None and ports.dns is not None:
-        try:
-            await ports.dns.publish(ports.secrets, namespace, name, dns.zone, records)
-        except ManagementError as err:
-            dns_error = err
-            triad = cond.reconciling if err.retryable else cond.stalled
-            message = f"{ports.endpoints.description} published; DNS not: {err.message}"
-            updates = [*triad(err.reason, message), *assessed.own]
-            retry_after = float(spec.probe.period_seconds)
-    status = stepped.state.to_status()
+    if dns_error is not None:
+        triad = cond.reconciling if dns_error.retryable else cond.stalled
+        message = f"{ports.endpoints.description} published; DNS not: {dns_error.message}"
+        updates = [*triad(dns_error.reason, message), *assessed.own]
+        retry_after = float(spec.probe.period_seconds)
+    timed = measure(
+        state.switches,
+        stepped.switches,
+        decided=decided,
+        published=ports.clock() if dns_error is None else None,
+        loss=stepped.state.last_loss,
+        tasks=followers(name, tasks) if tasks is not None else None,
+        began=(now, began),
+    )
+    after = dataclasses.replace(stepped.state, switches=timed.records)
+    status = after.to_status()
     if replication is not None:
         status = status.model_copy(update={"replication": [r.to_status() for r in replication.values()]})
-    found = Findings(updates, written(status), notes, retry_after)
-    return GroupRound(found, stepped.switches, stepped.state, dns_error)
+    found = Findings(updates, written(status), [*notes, *timed.notes], retry_after)
+    return GroupRound(found, stepped.switches, after, dns_error, timed.observed)
+
+
+async def _publish_dns(
+    ports: GroupPorts, namespace: str, name: str, spec: FailoverGroupSpec, state: GroupState
+) -> ManagementError | None:
+    """Write the group's DNS records, when it has them and they are written here; why not, if they were
+    not."""
+    dns = spec.publishing.dns
+    if dns is None or ports.dns is None:
+        return None
+    try:
+        await ports.dns.publish(ports.secrets, namespace, name, dns.zone, dns_record_sets(spec, state))
+    except ManagementError as err:
+        return err
+    return None
 
 
 @dataclass
 class GroupResult:
     result: Result
     switches: list[Switch]
+    phases: list[tuple[str, float]] = field(default_factory=list)
 
 
 async def reconcile(
@@ -160,6 +192,7 @@ async def reconcile(
     meta, spec_raw = body["metadata"], body.get("spec") or {}
     problems = semantic_problems(FAILOVER_GROUP, spec_raw)
     switches: list[Switch] = []
+    phases: list[tuple[str, float]] = []
     if problems:
         message = "; ".join(str(p) for p in problems)
         found = Findings(cond.stalled(reasons.INVALID_SPEC, message), retry_after=_period(spec_raw))
@@ -181,8 +214,9 @@ async def reconcile(
             state=GroupState.of(body),
             now=now or datetime.now(UTC).replace(microsecond=0),
         )
-        found, switches = done.findings, done.switches
-    return GroupResult(status_result(body, found, spec_warnings(FAILOVER_GROUP, spec_raw)), switches)
+        found, switches, phases = done.findings, done.switches, done.phases
+    result = status_result(body, found, spec_warnings(FAILOVER_GROUP, spec_raw))
+    return GroupResult(result, switches, phases)
 
 
 def _namespace_tasks(client: KubeClient) -> Callable[[str], Awaitable[list[dict[str, Any]]]]:
@@ -203,11 +237,27 @@ class ConfigMapEndpoints:
         return "endpoints ConfigMap"
 
     async def publish(self, config_map: dict[str, Any]) -> str | None:
+        """Raises PlanningError when a ConfigMap of that name exists that the group does not own."""
         meta = config_map["metadata"]
-        stored = await self.reads.children.get(CONFIGMAPS, meta["namespace"], meta["name"])
+        namespace, name = meta["namespace"], meta["name"]
+        stored = await self.reads.children.get(CONFIGMAPS, namespace, name)
+        if stored is None:  # the watched copy holds Federator's children only: one someone else made?
+            stored = await self.reads.client.get(CONFIGMAPS.path(namespace, name))
+        mine = owner_uids(config_map)  # none in local mode, which has no ConfigMaps
+        if stored is not None and mine and not mine & owner_uids(stored):
+            raise PlanningError(
+                reasons.CONFIG_MAP_NOT_OWNED,
+                f"spec.publishing.configMapName names ConfigMap {name}, which exists and is not this "
+                "FailoverGroup's (no owner reference to it): Federator writes onto and deletes only the "
+                "ConfigMap it created. Name another one, or delete that ConfigMap if it may go",
+            )
         outcome, written = await ensure(self.reads.client, CONFIGMAPS, config_map, stored)
         self.reads.children.remember(CONFIGMAPS, written)
         return f"ConfigMap {meta['name']}" if outcome is Outcome.RESTORED else None
+
+
+def owner_uids(obj: dict[str, Any]) -> set[str]:
+    return {str(r.get("uid")) for r in (obj.get("metadata") or {}).get("ownerReferences") or []}
 
 
 def _period(spec_raw: dict[str, Any]) -> float:
@@ -227,7 +277,9 @@ async def delete_children(
         spec = None
     deleted, failed = [], []
     cm = config_map_name(name, spec) if spec is not None else f"{name}-endpoints"
-    if await client.delete(CONFIGMAPS.path(namespace, cm)):
+    stored = await client.get(CONFIGMAPS.path(namespace, cm))
+    ours = stored is not None and meta.get("uid") in owner_uids(stored)  # never one it did not create
+    if ours and await client.delete(CONFIGMAPS.path(namespace, cm)):
         deleted.append(f"ConfigMap {cm}")
     if spec is not None and spec.publishing.dns is not None:
         zone = spec.publishing.dns.zone
