@@ -45,6 +45,11 @@ _NEVER = datetime.fromtimestamp(0, UTC)  # an event without an enqueued time (no
 # at most this often instead (each ask is a management request per partition, and they count against
 # the namespace's quota), at the price of up to this much latency for the first event after a pause.
 _IDLE_POLL_SECONDS = 0.25
+# A hub with nothing new for `_QUIET_AFTER_SECONDS` is asked only this often, until its next event: an
+# idle query's asks were most of its CPU, and its namespace's (bench.fleet, docs/replication.md). Steady
+# traffic never waits this long, so only the first event after a quiet spell pays up to 1 s.
+_QUIET_POLL_SECONDS = 1.0
+_QUIET_AFTER_SECONDS = 10.0
 # AMQP message properties that travel in the row's system_properties.
 _SYSTEM_PROPERTIES = ("message_id", "content_type", "correlation_id", "subject", "to", "reply_to")
 
@@ -75,6 +80,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._management: HubManagement | None = None  # driver side only, created lazily
         self._positions: PartitionPositions | None = None  # likewise: the polls' reads, side by side
         self._next_idle_poll = 0.0  # time.monotonic() before which an idle hub is not asked again
+        self._last_news = time.monotonic()  # when a poll last found new events (or the reader began)
         self._outage = Backoff()  # the driver's polls while the namespace is unavailable
         self._partition_count = 0
 
@@ -165,11 +171,12 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def _poll(self, start: Offsets) -> Offsets:
         """The partitions' last sequence numbers, asked no sooner than ``_IDLE_POLL_SECONDS`` after an
-        ask that found nothing beyond ``start``. While the namespace is unavailable this is ``start``
-        (no batch, the query waits) and the next ask comes after a growing pause."""
+        ask that found nothing beyond ``start`` (``_QUIET_POLL_SECONDS`` once nothing new came for
+        ``_QUIET_AFTER_SECONDS``). While the namespace is unavailable this is ``start`` (no batch, the
+        query waits) and the next ask comes after a growing pause."""
         wait = self._next_idle_poll - time.monotonic()
         if wait > 0:
-            time.sleep(min(wait, _IDLE_POLL_SECONDS * 4))  # Spark asks again: a stop is not held up long
+            time.sleep(min(wait, _QUIET_POLL_SECONDS))  # Spark asks again: a stop is not held up long
             if self._next_idle_poll > time.monotonic():
                 return start
         try:
@@ -188,9 +195,16 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             self._outage.reset()
             self.endpoint.available()
             logger.info("eventhubs %s: available again", self.settings.event_hub)
-        idle = all(end <= start.get(p, -1) for p, end in ends.items())
-        self._next_idle_poll = time.monotonic() + _IDLE_POLL_SECONDS if idle else 0.0
+        now = time.monotonic()
+        if any(end > start.get(p, -1) for p, end in ends.items()):
+            self._last_news, self._next_idle_poll = now, 0.0
+        else:
+            self._next_idle_poll = now + self._idle_poll_seconds(now)
         return ends
+
+    def _idle_poll_seconds(self, now: float) -> float:
+        quiet = now - self._last_news >= _QUIET_AFTER_SECONDS
+        return _QUIET_POLL_SECONDS if quiet else _IDLE_POLL_SECONDS
 
     def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
         if not self._partition_count:
