@@ -69,7 +69,7 @@ def test_the_drill_reports_each_followers_duplicates_seen_over_it(
     counting.join(timeout=10)
     assert proc.returncode == 0, out + err
     assert json.loads(out)["duplicates"] == [
-        {"task": "archive", "eventsSkippedAfterSwitch": 12, "eventsFoundWritten": 2}
+        {"task": "archive", "skippedAfterSwitch": 12, "foundWritten": 2}
     ]
 
 

@@ -194,7 +194,7 @@ def test_a_switch_that_leaves_events_behind_fails_the_drill(
     assert [(f["task"], f["flowingSeconds"]) for f in first["followers"]] == [("archive", 2.4)]
     assert first["detectedToLastFollowerSeconds"] == 302.4
     assert report["duplicates"] == [
-        {"task": "archive", "eventsSkippedAfterSwitch": None, "eventsFoundWritten": None}
+        {"task": "archive", "skippedAfterSwitch": None, "foundWritten": None}
     ]
 
 

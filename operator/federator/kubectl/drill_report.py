@@ -107,8 +107,9 @@ class Report:
             "duplicates": [
                 {
                     "task": task,
-                    "eventsSkippedAfterSwitch": counts.skipped_after_switch,
-                    "eventsFoundWritten": counts.found_written,
+                    # The change over the drill of the status counts of those names.
+                    "skippedAfterSwitch": counts.skipped_after_switch,
+                    "foundWritten": counts.found_written,
                 }
                 for task, counts in sorted(self.duplicates.items())
             ],

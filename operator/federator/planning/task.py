@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, Unpack
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -198,34 +198,20 @@ class TaskParts:
     reset_positions: str | None
 
 
-def plan_replication_task(
-    *,
-    name: str,
-    namespace: str,
-    spec: ReplicationTaskSpec,
-    settings: OperatorSettings,
-    uid: str | None = None,
-    generation: int | None = None,
-    local: bool = False,
-    following: Following | None = None,
-    annotations: Mapping[str, str] | None = None,
-) -> TaskPlan:
+def plan_replication_task(**arguments: Unpack[TaskArguments]) -> TaskPlan:
     """The desired children of one task. Raises PlanningError for specs that cannot run in a cluster;
     ``local`` (the `federator run` mode) allows emulator connections, which only exist there. For a task
     that follows FailoverGroups, ``spec`` is ``following.spec`` (planning/following.py). ``annotations``:
     the task's, of which `federator.io/reset-positions` reaches the app. A task of a shared application
     (`spec.runtime.applicationRef`) is planned by planning/application.py instead."""
-    parts = task_parts(
-        name=name,
-        namespace=namespace,
-        spec=spec,
-        settings=settings,
-        uid=uid,
-        generation=generation,
-        local=local,
-        following=following,
-        annotations=annotations,
+    parts = task_parts(**arguments)
+    name, namespace, spec, settings = (
+        arguments["name"],
+        arguments["namespace"],
+        arguments["spec"],
+        arguments["settings"],
     )
+    following = arguments.get("following")
     reset = parts.reset_positions
     runtime = spec.runtime
     app = SparkAppPlan(
