@@ -53,7 +53,12 @@ def test_the_application_is_rendered_with_its_members_from_another_file(tmp_path
     ]
     spark_app, *config_maps = objects
     assert spark_app["apiVersion"] == "spark.apache.org/v1"
-    assert spark_app["spec"]["driverArgs"] == ["--task-configmaps", "federator.io/application=fleet"]
+    assert spark_app["spec"]["driverArgs"] == [
+        "--task-configmaps",
+        "federator.io/application=fleet",
+        "--metrics-port",
+        "9464",
+    ]
     assert spark_app["spec"]["sparkConf"]["spark.executor.instances"] == "3"
     driver = spark_app["spec"]["driverSpec"]["podTemplateSpec"]["spec"]["containers"][0]
     assert [e["valueFrom"]["secretKeyRef"]["name"] for e in driver["env"]] == ["neu", "weu"]

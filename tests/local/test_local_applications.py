@@ -180,8 +180,8 @@ def session(
 ) -> Iterator[LocalSession]:
     """The session of two tasks sharing an application; each application a stand-in process."""
 
-    def spawn(name: str, argv: Sequence[str], env: Any, log_path: Path) -> ManagedProcess:
-        process = supervisor.spawn(name, [sys.executable, "-c", IDLE], env, log_path)
+    def spawn(name: str, argv: Sequence[str], env: Any, log_path: Path, records: Path) -> ManagedProcess:
+        process = supervisor.spawn(name, [sys.executable, "-c", IDLE], env, log_path, records=records)
         launched[process.pid] = list(argv)
         return process
 

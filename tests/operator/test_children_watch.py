@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from federator.kube import children as watching
-from federator.kube.children import Children, Watched
+from federator.kube.children import Children, DirectChildren, Watched
 from federator.kube.client import KubeClient
 from federator.kube.resources import CONFIGMAPS, ResourceRef
 from support.kube import KubeServer
@@ -128,3 +128,40 @@ async def test_a_resource_the_server_does_not_serve_is_read_directly(client: Kub
         assert await children.get(missing, NS, "any") is None  # the LIST failed: read by name instead
     finally:
         await children.close()
+
+
+async def test_children_with_a_label_are_read_from_the_copy_without_asking_again(
+    client: KubeClient, kube: KubeServer
+) -> None:
+    app = "federator.io/application"
+    await client.create(CONFIGMAPS.path(NS), config_map("no-application"))
+    for name, application in (("member", "orders"), ("other", "billing")):
+        body = config_map(name)
+        body["metadata"]["labels"][app] = application
+        await client.create(CONFIGMAPS.path(NS), body)
+    children = Children(client, LABEL)
+    try:
+        found = await children.labelled(CONFIGMAPS, NS, app, "orders")
+        assert [o["metadata"]["name"] for o in found] == ["member"]
+        lists = kube.emulator.times("GET", CONFIGMAPS.path(NS))
+
+        joined = config_map("joined")
+        joined["metadata"]["labels"][app] = "orders"
+        await client.create(CONFIGMAPS.path(NS), joined)
+        deadline = asyncio.get_running_loop().time() + 5
+        while len(await children.labelled(CONFIGMAPS, NS, app, "orders")) < 2:  # seen through the watch
+            assert asyncio.get_running_loop().time() < deadline, "the watched copy did not catch up"
+            await asyncio.sleep(0.02)
+        assert kube.emulator.times("GET", CONFIGMAPS.path(NS)) == lists  # no second LIST
+    finally:
+        await children.close()
+
+
+async def test_children_with_a_label_are_listed_where_nothing_is_watched(client: KubeClient) -> None:
+    body = config_map("member")
+    body["metadata"]["labels"]["federator.io/application"] = "orders"
+    await client.create(CONFIGMAPS.path(NS), body)
+    direct = DirectChildren(client)
+    found = await direct.labelled(CONFIGMAPS, NS, "federator.io/application", "orders")
+    assert [o["metadata"]["name"] for o in found] == ["member"]
+    assert await direct.labelled(CONFIGMAPS, NS, "federator.io/application", "billing") == []

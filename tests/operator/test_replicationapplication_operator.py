@@ -79,7 +79,12 @@ def test_members_share_one_spark_application_and_report_its_state(federator_oper
     app = eventually(lambda: get(kube, f"{APPS}/shared"), message="no SparkApplication for the application")
     owner = get(kube, f"{RAPP}/shared")
     assert owner is not None and app["metadata"]["ownerReferences"][0]["uid"] == owner["metadata"]["uid"]
-    assert app["spec"]["arguments"] == ["--task-configmaps", "federator.io/application=shared"]
+    assert app["spec"]["arguments"] == [
+        "--task-configmaps",
+        "federator.io/application=shared",
+        "--metrics-port",
+        "9464",
+    ]
     assert app["spec"]["executor"]["instances"] == 2
     assert app["spec"]["sparkConf"]["spark.scheduler.mode"] == "FAIR"
     for name in ("a", "b"):

@@ -106,7 +106,7 @@ def test_the_application_runs_the_host_on_its_members_config_maps_with_its_own_p
         assert conf["spark.kubernetes.container.image"] == "ghcr.io/federator/federator-spark:9.9"
         assert (conf["spark.driver.cores"], conf["spark.executor.instances"]) == ("2", "3")
     assert main == HOST_APPLICATION_FILE
-    assert args == ["--task-configmaps", "federator.io/application=shared"]
+    assert args == ["--task-configmaps", "federator.io/application=shared", "--metrics-port", "9464"]
     assert conf["spark.scheduler.mode"] == "FAIR"
     assert conf["spark.sql.shuffle.partitions"] == "4"
     for role, template in pod_templates(launcher, app).items():

@@ -5,7 +5,6 @@ tasks that follow the group (handlers/followers.py); deletion removes what it pu
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import kopf
@@ -69,11 +68,8 @@ async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
 
 
 async def _reconcile(body: kopf.Body, memo: OperatorContext, current: dict[str, Any]) -> GroupResult:
-    started = time.monotonic()
-    try:
+    with metrics.RECONCILE_DURATION.labels(KIND).time():
         found = await reconcile(memo.reads, memo.failover, current)
-    finally:
-        metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     report(KIND, body, found.result)
     namespace, name = body.meta["namespace"], body.meta["name"]
     for switch in found.switches:

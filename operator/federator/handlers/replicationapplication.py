@@ -3,7 +3,6 @@ leave, their readiness changes, the Spark application's state), clean up on dele
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import kopf
@@ -43,12 +42,9 @@ async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
 
 
 async def _reconcile(body: kopf.Body, memo: OperatorContext) -> Result:
-    started = time.monotonic()
-    try:
+    with metrics.RECONCILE_DURATION.labels(KIND).time():
         state = memo.objects.of(body)
         async with state.lock:  # one pass at a time: spec handler and daemon
             result = await reconcile(memo.reads, memo.settings, dict(body), state.application)
-    finally:
-        metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     report(KIND, body, result)
     return result

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import kopf
@@ -43,11 +42,8 @@ async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
 
 
 async def _reconcile(body: kopf.Body, memo: OperatorContext) -> Result:
-    started = time.monotonic()
-    try:
+    with metrics.RECONCILE_DURATION.labels(KIND).time():
         state = memo.objects.of(body)
         result = await reconcile(memo.reads, memo.settings, dict(body), memo.source_probes, state.task)
-    finally:
-        metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     report(KIND, body, result)
     return result

@@ -70,14 +70,11 @@ async def remove(body: kopf.Body, memo: OperatorContext, retry: int, **_: Any) -
 
 async def _reconcile(body: kopf.Body, memo: OperatorContext, *, provision: bool) -> Result:
     env, state = memo.management, memo.objects.of(body)
-    started = time.monotonic()
-    try:
+    with metrics.RECONCILE_DURATION.labels(KIND).time():
         async with state.lock:  # one pass at a time: the spec handler and the daemon would write concurrently
             if body.meta.get("deletionTimestamp"):  # deletion ran meanwhile: create nothing again
                 return Result({}, [], [])
             result = await reconcile(memo.reads, env, dict(body), provision=provision)
-    finally:
-        metrics.RECONCILE_DURATION.labels(KIND).observe(time.monotonic() - started)
     if provision:
         failed = result.retry_after is not None
         state.schedule.record(

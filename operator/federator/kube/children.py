@@ -33,6 +33,12 @@ class ChildReader(Protocol):
 
     async def get(self, ref: ResourceRef, namespace: str, name: str) -> dict[str, Any] | None: ...
 
+    async def labelled(
+        self, ref: ResourceRef, namespace: str, label: str, value: str
+    ) -> list[dict[str, Any]]:
+        """The children whose `label` is `value`."""
+        ...
+
     def remember(self, ref: ResourceRef, stored: dict[str, Any]) -> None:
         """Note an object as the API server returned it after a write."""
         ...
@@ -46,6 +52,11 @@ class DirectChildren:
 
     async def get(self, ref: ResourceRef, namespace: str, name: str) -> dict[str, Any] | None:
         return await self._client.get(ref.path(namespace, name))
+
+    async def labelled(
+        self, ref: ResourceRef, namespace: str, label: str, value: str
+    ) -> list[dict[str, Any]]:
+        return await list_labelled(self._client, ref, namespace, f"{label}={value}")
 
     def remember(self, ref: ResourceRef, stored: dict[str, Any]) -> None:
         return None
@@ -70,6 +81,9 @@ class Watched:
 
     def get(self, name: str) -> dict[str, Any] | None:
         return self._objects.get(name)
+
+    def labelled(self, label: str, value: str) -> list[dict[str, Any]]:
+        return [o for o in self._objects.values() if (o["metadata"].get("labels") or {}).get(label) == value]
 
     def remember(self, stored: dict[str, Any]) -> None:
         name = stored["metadata"]["name"]
@@ -154,14 +168,18 @@ class Children:
         self._starting: dict[tuple[ResourceRef, str], asyncio.Future[Watched | None]] = {}
 
     async def get(self, ref: ResourceRef, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            watched = await self._watched(ref, namespace)
-        except Exception as err:  # not served yet, or the LIST failed for now: tried again at the next read
-            log.debug("no watched copy of %s in %s yet: %r", ref.plural, namespace, err)
-            watched = None
+        watched = await self._copy(ref, namespace)
         if watched is None:
             return await self._client.get(ref.path(namespace, name))
         return watched.get(name)
+
+    async def labelled(
+        self, ref: ResourceRef, namespace: str, label: str, value: str
+    ) -> list[dict[str, Any]]:
+        watched = await self._copy(ref, namespace)
+        if watched is None:
+            return await list_labelled(self._client, ref, namespace, f"{self._selector},{label}={value}")
+        return watched.labelled(label, value)
 
     def remember(self, ref: ResourceRef, stored: dict[str, Any]) -> None:
         watched = self._watches.get((ref, stored["metadata"].get("namespace", "")))
@@ -176,6 +194,14 @@ class Children:
         watches = [i for i in self._watches.values() if i is not None]
         self._watches.clear()
         await asyncio.gather(*(i.stop() for i in watches))
+
+    async def _copy(self, ref: ResourceRef, namespace: str) -> Watched | None:
+        """The watched copy, or None where reads go to the API server."""
+        try:
+            return await self._watched(ref, namespace)
+        except Exception as err:  # not served yet, or the LIST failed for now: tried again at the next read
+            log.debug("no watched copy of %s in %s yet: %r", ref.plural, namespace, err)
+            return None
 
     async def _watched(self, ref: ResourceRef, namespace: str) -> Watched | None:
         key = (ref, namespace)
@@ -202,6 +228,14 @@ class Children:
             return None
         self._watches[(ref, namespace)] = watched
         return watched
+
+
+async def list_labelled(
+    client: KubeClient, ref: ResourceRef, namespace: str, selector: str
+) -> list[dict[str, Any]]:
+    """The objects `selector` matches, asked of the API server."""
+    listing = await client.get(f"{ref.path(namespace)}?{urllib.parse.urlencode({'labelSelector': selector})}")
+    return list((listing or {}).get("items") or [])
 
 
 def _uid(child: dict[str, Any]) -> str:

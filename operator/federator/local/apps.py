@@ -218,7 +218,8 @@ def launch(
     shutil.rmtree(temporary, ignore_errors=True)  # a killed run's leftovers
     temporary.mkdir(parents=True)
     environment = app_environment(tasks, environ, temporary)
-    process = spawn(home.name, [*argv, "--master", "local[2]"], environment, home.log)
+    argv += ["--master", "local[2]"]
+    process = spawn(home.name, argv, environment, home.log, records=state.processes)
     return SparkApp(home.name, process, list(tasks), logs, home=home, started_with=TaskNeeds.of(tasks))
 
 

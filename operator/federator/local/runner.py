@@ -21,6 +21,7 @@ from federator.local.observe import blocked_row
 from federator.local.plan import plan_local_run
 from federator.local.session import LocalEnvironmentError, LocalSession, check_replication_app
 from federator.local.state import StateDir, StateDirBusy
+from federator.local.supervisor import reap_leftovers
 from federator.local.view import LiveView, task_table
 from federator.validation.documents import Document, ManifestError, load_documents
 from federator_contract.emulatorconfig import EmulatorConfig
@@ -126,6 +127,8 @@ def run_session(
         lock = state.lock()
     except StateDirBusy as problem:
         raise RunError(str(problem)) from None
+    for left in reap_leftovers(state.processes):
+        out.print(f"stopped {left}, left running by an earlier run that was killed")
     session = LocalSession(plan, state, os.environ)
     with lock, stop_signals(session.wakeup) as (stop, hurry), LiveView(out) as view:
         try:

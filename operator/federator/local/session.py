@@ -232,7 +232,8 @@ class LocalSession:
         argv = [sys.executable, "-m", "federator_emulator", "--config", str(state.emulator_config)]
         argv += ["--data-dir", str(state.emulator_data), "--ready-file", str(state.emulator_ready)]
         argv += ["--outages", str(state.emulator_outages)]
-        self.emulator = spawn("emulator", argv, {**self.environ, "PYTHONUNBUFFERED": "1"}, state.emulator_log)
+        environ = {**self.environ, "PYTHONUNBUFFERED": "1"}
+        self.emulator = spawn("emulator", argv, environ, state.emulator_log, records=state.processes)
         deadline = time.monotonic() + EMULATOR_START_SECONDS
         log = f"log: {state.emulator_log}"
         while not state.emulator_ready.exists():

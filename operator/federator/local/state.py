@@ -2,6 +2,7 @@
 
 ```
 <state>/lock                                  held while a run uses the directory
+<state>/processes/<pid>                       a process group the run started, while it runs
 <state>/emulator/config.yaml                  the derived emulator config of the last run
 <state>/emulator/ports.json                   namespace → AMQP and HTTPS port, kept across runs
 <state>/emulator/ready.json                   connection details while the emulator runs
@@ -119,6 +120,11 @@ class StateDir:
     @property
     def emulator_log(self) -> Path:
         return self.emulator_dir / "emulator.log"
+
+    @property
+    def processes(self) -> Path:
+        """The process groups the run started, recorded while they run (local/supervisor.py)."""
+        return self.root / "processes"
 
     def lock(self) -> IO[str]:
         """An exclusive lock on the directory for the life of the returned file (close it to release)."""

@@ -2,7 +2,9 @@
 runner, which stops them in order), output to a log file, stopped with SIGTERM, then SIGKILL for the
 whole process group after a grace period. Nothing outlives the runner: when a leader exits, whatever is
 left of its group (a Spark JVM, Python workers) is killed before the leader is reaped, so the group id
-cannot have been reused."""
+cannot have been reused. A runner killed outright (SIGKILL, a closed laptop's OOM) cannot stop them:
+each group is recorded in the state directory while it runs, and the next run in that directory kills
+what a dead runner left (`reap_leftovers`)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ class ManagedProcess:
     returncode: int | None = None
     killed: bool = False
     """True when it had to be killed after the grace period."""
+    record: Path | None = None
+    """Where its group is recorded while it runs (see `reap_leftovers`)."""
 
     @property
     def pid(self) -> int:
@@ -43,8 +47,7 @@ class ManagedProcess:
                 return None
         except ChildProcessError:
             pass  # reaped elsewhere: wait() below returns at once
-        _kill_group(self.pid)
-        self.returncode = self.popen.wait()
+        self._reap()
         return self.returncode
 
     def terminate(self) -> None:
@@ -57,13 +60,25 @@ class ManagedProcess:
         if self.exit_code() is None:
             self.stop_requested = True
             self.killed = True
-            _kill_group(self.pid)
-            self.returncode = self.popen.wait()
+            self._reap()
+
+    def _reap(self) -> None:
+        _kill_group(self.pid)
+        self.returncode = self.popen.wait()
+        if self.record is not None:
+            self.record.unlink(missing_ok=True)
 
 
 def spawn(
-    name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: Path | None = None
+    name: str,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    log_path: Path,
+    cwd: Path | None = None,
+    *,
+    records: Path | None = None,
 ) -> ManagedProcess:
+    """Start `argv` in a session of its own; with `records`, its group is recorded there while it runs."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} starting {name}\n".encode())
@@ -77,7 +92,43 @@ def spawn(
             cwd=cwd,
             start_new_session=True,
         )
-    return ManagedProcess(name, popen, log_path)
+    return ManagedProcess(name, popen, log_path, record=_recorded(records, popen.pid, name))
+
+
+def reap_leftovers(records: Path) -> list[str]:
+    """Kill the process groups a runner that died without stopping them left behind (call it holding the
+    state directory's lock: no live runner then owns a record). Returns what was killed, by name. A
+    recorded leader whose pid now belongs to another process (its start time differs) is left alone."""
+    killed = []
+    for record in sorted(records.glob("*")) if records.is_dir() else []:
+        name, _, started = record.read_text().partition("\n")
+        pid = int(record.name)
+        current = _start_time(pid)
+        if current is None or current == started.strip():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+                killed.append(name or str(pid))
+        record.unlink(missing_ok=True)
+    return killed
+
+
+def _recorded(records: Path | None, pid: int, name: str) -> Path | None:
+    if records is None:
+        return None
+    records.mkdir(parents=True, exist_ok=True)
+    record = records / str(pid)
+    record.write_text(f"{name}\n{_start_time(pid) or ''}")
+    return record
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), or None when no
+    such process runs: with the pid, it names one process for good."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
 
 
 def stop_all(

@@ -132,7 +132,13 @@ def plan_application(
         run_as_user=settings.spark_run_as_user,
         run_as_group=settings.spark_run_as_group,
         main_file=HOST_APPLICATION_FILE,
-        arguments=["--task-configmaps", application_selector(name)],
+        # The status endpoint answers before any member runs (each member names the same port).
+        arguments=[
+            "--task-configmaps",
+            application_selector(name),
+            "--metrics-port",
+            str(settings.app_metrics_port),
+        ],
         driver=spec.driver,
         executor_instances=spec.executor.instances,
         executor=SparkResources(cores=spec.executor.cores, memory=spec.executor.memory),

@@ -6,7 +6,6 @@ is Ready. Called on create/update/resume and periodically; the handler writes wh
 
 from __future__ import annotations
 
-import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +13,7 @@ from pydantic import ValidationError
 
 from federator import reasons
 from federator.apply.children import ApplyConflict, Outcome, ensure
+from federator.kube.children import ChildReader
 from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
 from federator.kube.resources import (
@@ -26,7 +26,6 @@ from federator.kube.resources import (
 from federator.observe.sparkapps import observe
 from federator.planning.application import (
     ApplicationPlan,
-    application_selector,
     followed_group_names,
     plan_application,
 )
@@ -124,7 +123,7 @@ async def _pass(
 ) -> Findings:
     meta = body["metadata"]
     namespace, name = meta["namespace"], meta["name"]
-    configs = await member_configs(reads.client, namespace, name)
+    configs = await member_configs(reads.children, namespace, name)
     groups = await followed(reads, namespace, configs)
     try:
         plan = plan_application(
@@ -190,12 +189,11 @@ async def gather(
     return ApplicationInputs(await _members(reads, meta), configs, served, app, account)
 
 
-async def member_configs(client: KubeClient, namespace: str, application: str) -> list[TaskConfig]:
-    """The task configs of the ConfigMaps labelled for the application: what its driver runs."""
-    selector = urllib.parse.quote(application_selector(application))
-    listing = await client.get(f"{CONFIGMAPS.path(namespace)}?labelSelector={selector}") or {}
+async def member_configs(children: ChildReader, namespace: str, application: str) -> list[TaskConfig]:
+    """The task configs of the ConfigMaps labelled for the application (their watched copies): what its
+    driver runs."""
     configs = []
-    for config_map in listing.get("items") or []:
+    for config_map in await children.labelled(CONFIGMAPS, namespace, APPLICATION_LABEL, application):
         try:
             configs.append(TaskConfig.from_json((config_map.get("data") or {}).get(TASK_CONFIG_KEY) or ""))
         except TaskConfigError:  # edited by hand: its task's pass restores it
