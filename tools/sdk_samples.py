@@ -74,13 +74,9 @@ CLIENT_ID = "5a3b1e2c-0d4f-4e6a-9b8c-7d6e5f4a3b2c"
 CLIENT_SECRET = "samples-client-secret"  # a placeholder for a throwaway emulator, not a secret
 SERVICE_ACCOUNT = "system:serviceaccount:samples:runner"
 CLUSTER_ISSUER = "https://oidc.samples.invalid"
-KEY_NAME, KEY = "RootManageSharedAccessKey", "SAS_KEY_VALUE"
+KEY_NAME = "RootManageSharedAccessKey"  # its value is the emulator's own: the ready file has it
+NAMESPACE = "samples"
 PARTITIONS = 2  # of every event hub
-# The emulator's plain AMQP port, for the runner's own sends.
-PLAIN_CONNECTION = (
-    f"Endpoint=sb://localhost:5672/;SharedAccessKeyName={KEY_NAME};SharedAccessKey={KEY};"
-    "UseDevelopmentEmulator=true"
-)
 
 # Samples that need something other than Event Hubs, Service Bus and Blob Storage (checked on the source).
 NOT_RUN: tuple[tuple[str, str], ...] = (
@@ -251,7 +247,7 @@ def emulator_config(jwks: Path, samples: int) -> dict[str, Any]:
         },
         "namespaces": [
             {
-                "name": "samples",
+                "name": NAMESPACE,
                 "host": "127.0.0.1",
                 "amqpPort": 5672,
                 "httpsPort": 443,
@@ -306,10 +302,10 @@ def trust_store(work: Path, cas: list[Path]) -> Path:
     return trust
 
 
-def sample_environment(trust: Path, token_file: Path) -> dict[str, str]:
-    """What every sample gets (``entity_names`` adds its own entities)."""
+def sample_environment(trust: Path, token_file: Path, key: str) -> dict[str, str]:
+    """What every sample gets (``entity_names`` adds its own entities); ``key``: the namespace's key."""
     bundle = str(trust / "certifi" / "cacert.pem")
-    connection_string = f"Endpoint=sb://localhost/;SharedAccessKeyName={KEY_NAME};SharedAccessKey={KEY}"
+    connection_string = f"Endpoint=sb://localhost/;SharedAccessKeyName={KEY_NAME};SharedAccessKey={key}"
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV")}
     return {
         **keep,
@@ -320,18 +316,18 @@ def sample_environment(trust: Path, token_file: Path) -> dict[str, str]:
         "EVENT_HUB_HOSTNAME": "localhost",
         "EVENT_HUB_CONN_STR": connection_string,
         "EVENT_HUB_SAS_POLICY": KEY_NAME,
-        "EVENT_HUB_SAS_KEY": KEY,
+        "EVENT_HUB_SAS_KEY": key,
         "SERVICEBUS_FULLY_QUALIFIED_NAMESPACE": "localhost",
         "SERVICEBUS_CONNECTION_STR": connection_string,
         "SERVICEBUS_SESSION_ID": "session",
         "SERVICEBUS_SAS_POLICY": KEY_NAME,
-        "SERVICEBUS_SAS_KEY": KEY,
+        "SERVICEBUS_SAS_KEY": key,
         "AZURE_AUTHORITY_HOST": "https://localhost",  # the emulator's port 443, Azure's HTTPS port
         "AZURE_TENANT_ID": TENANT,
         "AZURE_CLIENT_ID": CLIENT_ID,
         "AZURE_FEDERATED_TOKEN_FILE": str(token_file),
         "AZURE_STORAGE_ACCOUNT": ACCOUNT,
-        **sdk_samples_js.environment(bundle, connection_string, KEY_NAME, KEY, BLOB_CONTAINER),
+        **sdk_samples_js.environment(bundle, connection_string, KEY_NAME, key, BLOB_CONTAINER),
     }
 
 
@@ -345,6 +341,7 @@ class Runner:
     seconds: float
     logs: Path
     storage: BlobStorage | None
+    plain_connection: str  # the emulator's plain AMQP port, for the runner's own sends
     not_run: tuple[tuple[str, str], ...] = ()
 
     def run(self, path: Path, index: int) -> Result:
@@ -363,8 +360,8 @@ class Runner:
         event_hub = names["EVENT_HUB_NAME"]
         storage = self.storage if NEEDS_BLOB_STORAGE in source else None
         if storage is not None:
-            seed_events(PLAIN_CONNECTION, event_hub, PARTITIONS)
-        live = live_events(PLAIN_CONNECTION, event_hub, PARTITIONS) if storage is not None else nullcontext()
+            seed_events(self.plain_connection, event_hub, PARTITIONS)
+        live = nullcontext() if storage is None else live_events(self.plain_connection, event_hub, PARTITIONS)
         with live:
             result = run_sample(path, name, language, environment, self.seconds, self.logs)
         # The SDK only logs a checkpoint store's errors (and errors in the sample's event handler) and
@@ -515,8 +512,11 @@ def runner(work: Path, paths: list[Path], seconds: float, stack: ExitStack) -> R
         else:
             stack.callback(stop_blob_storage, storage)
             cas.append(storage.ca)
-    environment = sample_environment(trust_store(work, cas), token_file)
-    return Runner(work / "samples", environment, seconds, work / "logs", storage, not_run)
+    plain = ready["namespaces"][NAMESPACE]["connectionString"]
+    key = re.search(r"SharedAccessKey=([^;]+)", plain)
+    assert key is not None, f"the emulator's ready file has no key in {NAMESPACE}'s connection string"
+    environment = sample_environment(trust_store(work, cas), token_file, key[1])
+    return Runner(work / "samples", environment, seconds, work / "logs", storage, plain, not_run)
 
 
 def inside(work: Path, only: str, seconds: float, report: Path | None) -> int:

@@ -30,7 +30,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 DEFAULT_KEY_NAME = "RootManageSharedAccessKey"
-# Same well-known placeholder value as Microsoft's own emulator: this is not a secret.
+# Microsoft's own emulator's well-known key, not a secret: what keys without a value get only where the
+# config opts in with ``sharedDefaultKey`` (every namespace then accepts every other's tokens).
 DEFAULT_KEY_VALUE = "SAS_KEY_VALUE"
 DEFAULT_CONSUMER_GROUP = "$Default"
 DEFAULT_RULE_NAME = "$Default"
@@ -53,7 +54,9 @@ _ALL_SAS_RIGHTS: tuple[SasRight, ...] = ("Manage", "Send", "Listen")
 
 class SasKey(_Model):
     name: str = Field(min_length=1)
-    key: str = Field(min_length=1)
+    # None: the emulator gives the key a value of its own, different in every namespace (docs/emulator.md,
+    # "SAS keys"); the ready file's connection strings carry it.
+    key: str | None = Field(default=None, min_length=1)
     # The claims a token signed with this key carries, as on an Azure shared access policy.
     rights: list[SasRight] = Field(default_factory=lambda: list(_ALL_SAS_RIGHTS))
 
@@ -280,7 +283,7 @@ class NamespaceConfig(_Model):
     # The largest message (or batch) a sender may transfer, announced on every link: Azure's limit is
     # 256 KB for Event Hubs Basic and Service Bus Standard, 1 MB for Event Hubs Standard.
     max_message_size_bytes: int = Field(default=1024 * 1024, ge=1024, le=100 * 1024 * 1024)
-    keys: list[SasKey] = Field(default_factory=lambda: [SasKey(name=DEFAULT_KEY_NAME, key=DEFAULT_KEY_VALUE)])
+    keys: list[SasKey] = Field(default_factory=lambda: [SasKey(name=DEFAULT_KEY_NAME)])
     # Roles of Microsoft Entra principals here (the emulator's built-in administrator is Owner everywhere).
     role_assignments: list[RoleAssignmentConfig] = Field(default_factory=list)
     event_hubs: list[EventHubConfig] = Field(default_factory=list)
@@ -304,6 +307,10 @@ class NamespaceConfig(_Model):
             raise ValueError(f"namespace {self.name!r}: duplicate entity names {duplicates}")
         if not self.keys:
             raise ValueError(f"namespace {self.name!r}: at least one SAS key is required")
+        key_names = [k.name for k in self.keys]
+        repeated = sorted({n for n in key_names if key_names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"namespace {self.name!r}: keys: duplicate key names {repeated}")
         return self
 
 
@@ -323,6 +330,9 @@ class EmulatorConfig(_Model):
     # More names the TLS certificate covers (beside localhost, 127.0.0.1, ::1 and bind hosts), for clients
     # that reach the emulator by a DNS name of their own (e.g. one mapped to loopback in /etc/hosts).
     tls_host_names: list[str] = Field(default_factory=list)
+    # Opt-in compatibility with Microsoft's emulator: keys without a value get the well-known
+    # DEFAULT_KEY_VALUE, the same in every namespace, so a token for one namespace works on all of them.
+    shared_default_key: bool = False
     # With a data dir, fsync each write before acknowledging it. Off trades crash safety
     # (a power loss, not a process kill) for speed.
     fsync: bool = True

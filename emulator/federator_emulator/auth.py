@@ -20,7 +20,12 @@ SAS_PREFIX = "SharedAccessSignature "
 
 
 class AuthError(Exception):
-    """The token is refused; the message says why (it goes back to the client)."""
+    """The token is refused; the message says why (it goes back to the client), starting with Azure's code
+    (``InvalidSignature: The token has an invalid signature.``, what a token signed with another
+    namespace's key gets)."""
+
+
+INVALID_SIGNATURE = "InvalidSignature: The token has an invalid signature."
 
 
 def entity_path(uri_or_path: str) -> str:
@@ -95,22 +100,22 @@ def verify_sas_token(
     fields = _token_fields(token)
     missing = {"sr", "sig", "se", "skn"} - fields.keys()
     if missing:
-        raise AuthError(f"malformed SAS token: missing {sorted(missing)}")
+        raise AuthError(f"MalformedToken: the SAS token has no {sorted(missing)}")
     key = keys.get(fields["skn"])
     if key is None:
-        raise AuthError(f"unknown SAS key name {fields['skn']!r}")
+        raise AuthError(f"{INVALID_SIGNATURE} The namespace has no SAS key named {fields['skn']!r}.")
     try:
         expiry = int(fields["se"])
     except ValueError:
-        raise AuthError("malformed SAS token: se is not an integer") from None
+        raise AuthError("MalformedToken: the SAS token's se is not an integer") from None
     expected = sign(fields["sr"], fields["se"], key)
     if not hmac.compare_digest(expected.encode(), unquote(fields["sig"]).encode()):
-        raise AuthError("invalid SAS signature")
+        raise AuthError(INVALID_SIGNATURE)
     if expiry <= (time.time() if now is None else now):
-        raise AuthError("SAS token expired")
+        raise AuthError(f"ExpiredToken: The token is expired. Expiration time: '{expiry}'.")
     resource = unquote_plus(fields["sr"])
     if not covers(entity_path(resource), entity_path(audience)):
-        raise AuthError(f"token for {resource!r} does not cover audience {audience!r}")
+        raise AuthError(f"InvalidAudience: the token for {resource!r} does not cover {audience!r}.")
     claims = (rights or {}).get(fields["skn"], ALL_RIGHTS)
     return Grant(path=entity_path(audience), expires_at=float(expiry), rights=claims)
 

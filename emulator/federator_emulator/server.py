@@ -29,6 +29,7 @@ from proton._reactor import Task
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
 from federator_contract.emulatorconfig import (
+    DEFAULT_KEY_NAME,
     TOKEN_EXCHANGE_AUDIENCE,
     ArmCoordinates,
     EmulatorConfig,
@@ -45,6 +46,7 @@ from federator_emulator.identity.tokens import WORKLOAD_ISSUER
 from federator_emulator.mgmt.dns import DnsStore
 from federator_emulator.mgmt.server import ManagementServer, client_host
 from federator_emulator.outages import OutageFile
+from federator_emulator.saskeys import with_key_values
 from federator_emulator.state.journal import FileJournal, Journal, NullJournal, Record, read_journal
 from federator_emulator.state.namespace import NamespaceState
 
@@ -163,6 +165,7 @@ class Emulator:
         assert files is not None
         files.mkdir(parents=True, exist_ok=True)
         try:
+            self.config = with_key_values(self.config, files)
             self.tenant = Tenant(self.config.identity, files)
             for ns_config in self.config.namespaces:
                 self._add_namespace(ns_config)
@@ -210,7 +213,8 @@ class Emulator:
             host=host,
             amqp_port=acceptor.port,
             connection_strings={
-                k.name: auth.connection_string(host, acceptor.port, k.name, k.key) for k in ns_config.keys
+                name: auth.connection_string(host, acceptor.port, name, value)
+                for name, value in state.keys.items()
             },
             https_port=0,  # filled in once the management server has bound its ports
             ca_path=Path(),
@@ -379,6 +383,10 @@ class RunningEmulator:
         endpoint = self.namespace(namespace)
         return endpoint.connection_strings[key_name] if key_name else endpoint.connection_string
 
+    def key(self, namespace: str | None = None, key_name: str = DEFAULT_KEY_NAME) -> str:
+        """The value of a namespace's SAS key (each namespace has its own unless the config opts out)."""
+        return self.state(namespace).keys[key_name]  # keys never change while the emulator runs
+
     def state(self, namespace: str | None = None) -> NamespaceState:
         """Namespace state; only touch it through ``call`` while the emulator runs."""
         name = namespace or next(iter(self.emulator.namespaces))
@@ -470,7 +478,7 @@ def run_forever(
         return 2
     try:
         emulator = Emulator(config, data_dir)
-    except OSError as exc:  # e.g. a configured port is taken, or the data dir is unusable
+    except (OSError, ValueError) as exc:  # e.g. a configured port is taken, or the data dir is unusable
         logger.error("cannot start the emulator: %s", exc)
         return 1
 

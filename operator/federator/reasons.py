@@ -48,6 +48,8 @@ CHECKPOINT_NOT_MOUNTED = "CheckpointNotMounted"
 # DNS suffixes and the installer's, or the operator's own identity outside the namespaces allowed it.
 ENDPOINT_HOST_NOT_ALLOWED = "EndpointHostNotAllowed"
 OPERATOR_IDENTITY_NOT_ALLOWED = "OperatorIdentityNotAllowed"
+# An ArmCredential.serviceAccount naming another namespace's account: only the resource's own signs it in.
+CROSS_NAMESPACE_SERVICE_ACCOUNT = "CrossNamespaceServiceAccount"
 # A field the operator applies to a child was changed by another field manager (apply/children.py): named,
 # never overwritten.
 FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
@@ -187,6 +189,7 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         CHECKPOINT_NOT_MOUNTED,
         ENDPOINT_HOST_NOT_ALLOWED,
         OPERATOR_IDENTITY_NOT_ALLOWED,
+        CROSS_NAMESPACE_SERVICE_ACCOUNT,
         FIELD_MANAGER_CONFLICT,
         SOURCE_AUTH_REFUSED,
         SOURCE_NOT_FOUND,

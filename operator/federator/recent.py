@@ -30,6 +30,8 @@ class Recent(Generic[K, V]):
             future: asyncio.Future[V] = asyncio.ensure_future(read())
             entry = self._entries[key] = (now, future)
             future.add_done_callback(lambda done: self._settled(key, done))
+        elif entry[1].done():  # the common case, a kept answer: no shield to build
+            return entry[1].result()
         # Shielded: one asker cancelled (its pass stopped) does not cancel the read the others wait for.
         return await asyncio.shield(entry[1])
 

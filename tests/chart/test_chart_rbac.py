@@ -29,6 +29,8 @@ OPERATOR_NAMESPACED: set[Triple] = (
     | triples("", "events.k8s.io", resources=("events",), verbs=("create", "patch"))
     | triples("", resources=("secrets",), verbs=("get",))
     | triples("", resources=("serviceaccounts", "persistentvolumeclaims"), verbs=("get",))
+    # An ARM credential's ServiceAccount: its federated token (TokenRequest), nothing else of it.
+    | triples("", resources=("serviceaccounts/token",), verbs=("create",))
     | triples("", resources=("pods",), verbs=("list",))  # the driver pod, by label (observe/driver.py)
 )
 OPERATOR_CLUSTER_ONLY: set[Triple] = (
@@ -67,6 +69,18 @@ def test_secrets_can_only_be_read_by_name(render: Render, name: str) -> None:
     for role in [m for m in render(MATRIX[name]) if m["kind"] in {"Role", "ClusterRole"}]:
         secret_verbs = {v for g, r, v in granted(role) if g == "" and r == "secrets"}
         assert secret_verbs <= {"get"}, role["metadata"]["name"]
+
+
+@pytest.mark.parametrize("name", MATRIX)
+def test_service_accounts_give_the_operator_tokens_and_nothing_else(render: Render, name: str) -> None:
+    """A serviceAccount ARM credential needs the account's token (TokenRequest): `create` on that
+    subresource for the operator, no other verb on it and no write to the accounts themselves for anyone."""
+    for role in [m for m in render(MATRIX[name]) if m["kind"] in {"Role", "ClusterRole"}]:
+        verbs = {r: {v for g, res, v in granted(role) if g == "" and res == r}
+                 for r in ("serviceaccounts", "serviceaccounts/token")}
+        operator = role["metadata"]["name"] == OPERATOR
+        assert verbs == {"serviceaccounts": {"get"} if operator else set(),
+                         "serviceaccounts/token": {"create"} if operator else set()}, role["metadata"]
 
 
 @pytest.mark.parametrize("name", ["defaults", "several-namespaces", "ha-peering-namespaced", "monitoring"])

@@ -24,16 +24,17 @@ from azure.servicebus.management import (
     SqlRuleFilter,
 )
 
-from federator_contract.emulatorconfig import DEFAULT_KEY_VALUE
 from federator_emulator.testing import EmulatorCredential
-from support.azure_clients import management_connection_string
+from support.azure_clients import management_connection_string, with_key
 
 
-def _connection_string(emu: Any, key: str = DEFAULT_KEY_VALUE) -> str:
-    return management_connection_string(emu).replace(DEFAULT_KEY_VALUE, key)
+def _connection_string(emu: Any, key: str | None = None) -> str:
+    """The namespace's own Manage connection string, or the same with another ``key``."""
+    own = management_connection_string(emu)
+    return own if key is None else with_key(own, key)
 
 
-def _admin(emu: Any, key: str = DEFAULT_KEY_VALUE) -> ServiceBusAdministrationClient:
+def _admin(emu: Any, key: str | None = None) -> ServiceBusAdministrationClient:
     return ServiceBusAdministrationClient.from_connection_string(
         _connection_string(emu, key), connection_verify=str(emu.ca_path)
     )
@@ -143,7 +144,7 @@ def _get(emu: Any, path: str) -> tuple[int, str, str]:
 
     host = emu.namespace().fully_qualified_namespace
     token = auth.generate_sas_token(
-        f"https://{host}/", "RootManageSharedAccessKey", DEFAULT_KEY_VALUE, int(time.time()) + 600
+        f"https://{host}/", "RootManageSharedAccessKey", emu.key(), int(time.time()) + 600
     )
     context = ssl.create_default_context(cafile=str(emu.ca_path))
     request = urllib.request.Request(f"https://{host}{path}", headers={"Authorization": token})

@@ -19,17 +19,17 @@ from azure.servicebus.exceptions import ServiceBusAuthenticationError, ServiceBu
 
 from federator_emulator import auth
 from federator_emulator.server import RunningEmulator
+from support.azure_clients import with_key
 
 pytestmark = pytest.mark.timeout(60)
 
-KEYS = {"RootManageSharedAccessKey": "SAS_KEY_VALUE"}
+KEY = "unit-test-key"  # the tests that start an emulator use its namespace's own key (emulator.key())
+KEYS = {"RootManageSharedAccessKey": KEY}
 RESOURCE = "sb://localhost:5672/hub1"
 
 
 def test_token_signed_with_the_key_grants_its_audience():
-    token = auth.generate_sas_token(
-        RESOURCE, "RootManageSharedAccessKey", "SAS_KEY_VALUE", int(time.time()) + 60
-    )
+    token = auth.generate_sas_token(RESOURCE, "RootManageSharedAccessKey", KEY, int(time.time()) + 60)
     grant = auth.verify_sas_token(token, "sb://localhost:5672/hub1/consumergroups/$default", KEYS)
     assert grant.path == "hub1/consumergroups/$default"
 
@@ -37,10 +37,22 @@ def test_token_signed_with_the_key_grants_its_audience():
 @pytest.mark.parametrize(
     ("key_name", "key", "expiry_offset", "audience", "reason"),
     [
-        ("RootManageSharedAccessKey", "wrong", 60, RESOURCE, "signature"),
-        ("nobody", "SAS_KEY_VALUE", 60, RESOURCE, "unknown SAS key"),
-        ("RootManageSharedAccessKey", "SAS_KEY_VALUE", -1, RESOURCE, "expired"),
-        ("RootManageSharedAccessKey", "SAS_KEY_VALUE", 60, "sb://localhost:5672/other", "does not cover"),
+        (
+            "RootManageSharedAccessKey",
+            "wrong",
+            60,
+            RESOURCE,
+            "^InvalidSignature: The token has an invalid signature.$",
+        ),
+        ("nobody", KEY, 60, RESOURCE, "^InvalidSignature: .* no SAS key named 'nobody'"),
+        ("RootManageSharedAccessKey", KEY, -1, RESOURCE, "^ExpiredToken: The token is expired"),
+        (
+            "RootManageSharedAccessKey",
+            KEY,
+            60,
+            "sb://localhost:5672/other",
+            "^InvalidAudience: .* does not cover",
+        ),
     ],
 )
 def test_bad_tokens_are_refused(key_name, key, expiry_offset, audience, reason):
@@ -56,14 +68,10 @@ def test_grant_for_a_hub_does_not_cover_a_sibling_with_the_same_prefix():
     assert not grants.allows("amqps://localhost:5672/hub10")
 
 
-def wrong_key(connection_string: str) -> str:
-    return connection_string.replace("SharedAccessKey=SAS_KEY_VALUE", "SharedAccessKey=not-the-key")
-
-
 def test_event_hubs_client_with_a_wrong_key_gets_an_auth_error(cs):
     with (
         EventHubProducerClient.from_connection_string(
-            wrong_key(cs), eventhub_name="hub1", retry_total=0
+            with_key(cs, "not-the-key"), eventhub_name="hub1", retry_total=0
         ) as producer,
         pytest.raises(AuthenticationError),
     ):
@@ -71,7 +79,7 @@ def test_event_hubs_client_with_a_wrong_key_gets_an_auth_error(cs):
 
 
 def test_service_bus_client_with_a_wrong_key_gets_an_auth_error(cs):
-    client = ServiceBusClient.from_connection_string(wrong_key(cs), retry_total=0)
+    client = ServiceBusClient.from_connection_string(with_key(cs, "not-the-key"), retry_total=0)
     with client, pytest.raises(ServiceBusAuthenticationError), client.get_queue_sender("q1") as sender:
         sender.send_messages(ServiceBusMessage("x"))
 
@@ -80,12 +88,12 @@ def test_expired_sas_credential_is_refused(emulator):
     endpoint = emulator.namespace()
     resource = f"sb://localhost:{endpoint.amqp_port}/hub1"
     expired = auth.generate_sas_token(
-        resource, "RootManageSharedAccessKey", "SAS_KEY_VALUE", int(time.time()) - 10
+        resource, "RootManageSharedAccessKey", emulator.key(), int(time.time()) - 10
     )
     producer = EventHubProducerClient(
         f"localhost:{endpoint.amqp_port}", "hub1", AzureSasCredential(expired), use_tls=False, retry_total=0
     )
-    with producer, pytest.raises(AuthenticationError):
+    with producer, pytest.raises(AuthenticationError, match="ExpiredToken"):
         producer.get_partition_ids()
 
 
@@ -107,18 +115,18 @@ class TokenThatIsNeverRenewed:
     """A client's credential that does not renew its token in time: a SAS token that expires in
     ``seconds``, said to last an hour (so the SDK does not ask for another before then)."""
 
-    def __init__(self, resource: str, seconds: int) -> None:
-        self.resource, self.seconds = resource, seconds
+    def __init__(self, resource: str, key: str, seconds: int) -> None:
+        self.resource, self.key, self.seconds = resource, key, seconds
 
     def get_token(self, *scopes: str, **kwargs: object) -> AccessToken:
         expiry = int(time.time()) + self.seconds
-        token = auth.generate_sas_token(self.resource, "RootManageSharedAccessKey", "SAS_KEY_VALUE", expiry)
+        token = auth.generate_sas_token(self.resource, "RootManageSharedAccessKey", self.key, expiry)
         return AccessToken(token, int(time.time()) + 3600)
 
 
 def test_an_open_link_is_detached_when_its_token_expires_as_azure_drops_it(emulator: RunningEmulator) -> None:
     port = emulator.namespace().amqp_port
-    credential = TokenThatIsNeverRenewed(f"sb://localhost:{port}/", seconds=3)
+    credential = TokenThatIsNeverRenewed(f"sb://localhost:{port}/", emulator.key(), seconds=3)
     client = ServiceBusClient(f"localhost:{port}", credential, use_tls=False, retry_total=0)
     with client, client.get_queue_receiver("q1") as receiver:
         assert receiver.receive_messages(max_wait_time=0.5) == []  # the link is open
@@ -152,10 +160,12 @@ def test_a_token_for_an_entity_that_does_not_exist_is_answered_not_found_as_azur
         producer.get_partition_ids()
 
 
-def hand_built_sas_token(uri: str, ttl: int = 300, key_name: str = "RootManageSharedAccessKey") -> str:
+def hand_built_sas_token(
+    uri: str, key: str, ttl: int = 300, key_name: str = "RootManageSharedAccessKey"
+) -> str:
     """The token the SDK samples build by hand: ``sr`` is the plain URI and the signature covers it."""
     expiry = str(int(time.time() + ttl))
-    digest = hmac.HMAC(b"SAS_KEY_VALUE", f"{uri}\n{expiry}".encode(), hashlib.sha256).digest()
+    digest = hmac.HMAC(key.encode(), f"{uri}\n{expiry}".encode(), hashlib.sha256).digest()
     signature = quote(base64.b64encode(digest))
     return f"SharedAccessSignature sr={uri}&sig={signature}&se={expiry}&skn={key_name}"
 
@@ -173,7 +183,7 @@ class SampleSasCredential:
 
 def test_a_token_signed_over_sr_exactly_as_sent_is_accepted_as_azure_does():
     uri = "sb://localhost:5672/hub1"
-    token = hand_built_sas_token(uri, 60)
+    token = hand_built_sas_token(uri, KEY, 60)
     assert auth.verify_sas_token(token, f"{uri}/consumergroups/$default", KEYS).path.startswith("hub1")
     # The same signature is no longer valid once sr is re-encoded: the string as sent is what counts.
     reencoded = token.replace(f"sr={uri}", f"sr={quote_plus(uri)}")
@@ -184,13 +194,13 @@ def test_a_token_signed_over_sr_exactly_as_sent_is_accepted_as_azure_does():
 def test_hand_built_sas_tokens_from_the_sdk_samples_work_with_both_sdks(emulator):
     port = emulator.namespace().amqp_port
     namespace = f"localhost:{port}"
-    queue_token = hand_built_sas_token(f"sb://{namespace}/q1")
+    queue_token = hand_built_sas_token(f"sb://{namespace}/q1", emulator.key())
     with (
         ServiceBusClient(namespace, SampleSasCredential(queue_token), use_tls=False) as client,
         client.get_queue_sender("q1") as sender,
     ):
         sender.send_messages(ServiceBusMessage("signed by hand"))
-    hub_token = hand_built_sas_token(f"sb://{namespace}/hub1")
+    hub_token = hand_built_sas_token(f"sb://{namespace}/hub1", emulator.key())
     with EventHubProducerClient(namespace, "hub1", AzureSasCredential(hub_token), use_tls=False) as producer:
         assert producer.get_partition_ids() == ["0", "1"]
 
@@ -198,13 +208,13 @@ def test_hand_built_sas_tokens_from_the_sdk_samples_work_with_both_sdks(emulator
 @pytest.mark.asyncio
 async def test_hand_built_sas_tokens_work_with_the_async_clients(emulator):
     namespace = f"localhost:{emulator.namespace().amqp_port}"
-    token = hand_built_sas_token(f"sb://{namespace}/q1")
+    token = hand_built_sas_token(f"sb://{namespace}/q1", emulator.key())
     async with (
         AsyncServiceBusClient(namespace, AzureSasCredential(token), use_tls=False) as client,
         client.get_queue_sender("q1") as sender,
     ):
         await sender.send_messages(ServiceBusMessage("signed by hand"))
-    hub_token = hand_built_sas_token(f"sb://{namespace}/hub1")
+    hub_token = hand_built_sas_token(f"sb://{namespace}/hub1", emulator.key())
     async with AsyncEventHubProducerClient(
         namespace, "hub1", AzureSasCredential(hub_token), use_tls=False
     ) as producer:

@@ -19,6 +19,7 @@ from azure.servicebus.management import ServiceBusAdministrationClient
 from federator_emulator.outages import read_outages
 from federator_emulator.server import RunningEmulator, start_emulator
 from federator_emulator.testing import EmulatorFactory
+from support.azure_clients import management_connection_string
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,8 +50,7 @@ def sends(connection_string: str) -> bool:
 def admin(emulator: RunningEmulator, namespace: str) -> ServiceBusAdministrationClient:
     ns = emulator.namespace(namespace)
     return ServiceBusAdministrationClient.from_connection_string(
-        f"Endpoint=sb://{ns.fully_qualified_namespace};SharedAccessKeyName=RootManageSharedAccessKey;"
-        "SharedAccessKey=SAS_KEY_VALUE",
+        management_connection_string(emulator, namespace),
         connection_verify=str(ns.ca_path),
         retry_total=0,
     )

@@ -17,10 +17,16 @@ from azure.servicebus import TransportType as ServiceBusTransport
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
 from azure.servicebus.exceptions import ServiceBusConnectionError
 
+from federator_contract.emulatorconfig import DEFAULT_KEY_NAME
+
 pytestmark = pytest.mark.timeout(90)
 
-KEY = AzureNamedKeyCredential("RootManageSharedAccessKey", "SAS_KEY_VALUE")
 TRANSPORTS = ["Amqp", "AmqpOverWebsocket"]
+
+
+def key(emulator) -> AzureNamedKeyCredential:
+    """The namespace's own key (every namespace of the emulator has one of its own)."""
+    return AzureNamedKeyCredential(DEFAULT_KEY_NAME, emulator.key())
 
 
 def options(emulator, transport: str, trust: bool = True) -> dict:
@@ -41,10 +47,10 @@ def hub_events(emulator) -> int:
 def test_both_sdks_over_tls_and_websockets(emulator, transport):
     namespace = emulator.namespace().fully_qualified_namespace
     eh_options = {**options(emulator, transport), "transport_type": EventHubTransport[transport]}
-    with EventHubProducerClient(namespace, "hub1", KEY, **eh_options) as producer:
+    with EventHubProducerClient(namespace, "hub1", key(emulator), **eh_options) as producer:
         producer.send_batch([EventData("one"), EventData("two")])
     assert hub_events(emulator) == 2
-    with ServiceBusClient(namespace, KEY, **options(emulator, transport)) as client:
+    with ServiceBusClient(namespace, key(emulator), **options(emulator, transport)) as client:
         with client.get_queue_sender("q1") as sender:
             sender.send_messages(ServiceBusMessage(transport))
         with client.get_queue_receiver("q1") as receiver:
@@ -58,9 +64,9 @@ def test_both_sdks_over_tls_and_websockets(emulator, transport):
 async def test_async_clients_over_tls_and_websockets(emulator, transport):
     namespace = emulator.namespace().fully_qualified_namespace
     eh_options = {**options(emulator, transport), "transport_type": EventHubTransport[transport]}
-    async with AsyncEventHubProducerClient(namespace, "hub1", KEY, **eh_options) as producer:
+    async with AsyncEventHubProducerClient(namespace, "hub1", key(emulator), **eh_options) as producer:
         await producer.send_batch([EventData("one")])
-    async with AsyncServiceBusClient(namespace, KEY, **options(emulator, transport)) as client:
+    async with AsyncServiceBusClient(namespace, key(emulator), **options(emulator, transport)) as client:
         async with client.get_queue_sender("q1") as sender:
             await sender.send_messages(ServiceBusMessage(transport))
         async with client.get_queue_receiver("q1") as receiver:
@@ -75,11 +81,11 @@ def test_a_client_that_does_not_trust_the_emulator_ca_cannot_connect(emulator):
     endpoint = emulator.namespace().custom_endpoint_address
     amqp = EventHubTransport.Amqp
     producer = EventHubProducerClient(
-        namespace, "hub1", KEY, custom_endpoint_address=endpoint, transport_type=amqp, retry_total=0
+        namespace, "hub1", key(emulator), custom_endpoint_address=endpoint, transport_type=amqp, retry_total=0
     )
     with producer, pytest.raises(ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         producer.get_partition_ids()
     untrusted = options(emulator, "AmqpOverWebsocket", trust=False)
-    client = ServiceBusClient(namespace, KEY, retry_total=0, **untrusted)
+    client = ServiceBusClient(namespace, key(emulator), retry_total=0, **untrusted)
     with client, pytest.raises(ServiceBusConnectionError), client.get_queue_sender("q1") as sender:
         sender.send_messages(ServiceBusMessage("x"))

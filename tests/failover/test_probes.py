@@ -14,6 +14,7 @@ from azure.servicebus.aio import ServiceBusClient
 from federator.failover.connections import MemberConnection
 from federator.failover.probes import EntityRef, Prober
 from federator_emulator.testing import EmulatorFactory
+from support.azure_clients import with_key
 
 CONFIG = {
     "namespaces": [
@@ -56,7 +57,7 @@ async def test_a_stopped_member_fails_fast_and_a_wrong_key_is_refused(
 ) -> None:
     emulator = emulator_factory(CONFIG)
     cs = emulator.connection_string()
-    wrong_key = MemberConnection(connection_string=cs.replace("SAS_KEY_VALUE", "d3JvbmcK"))
+    wrong_key = MemberConnection(connection_string=with_key(cs, "d3JvbmcK"))
     refused = await clients.probe(wrong_key, QUEUE, timeout=5)
     assert not refused.healthy and refused.message
     assert "d3JvbmcK" not in refused.message and "SharedAccessKey" not in refused.message

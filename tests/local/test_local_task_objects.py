@@ -125,12 +125,16 @@ def test_a_batch_that_ended_before_the_switch_rewrote_its_config_is_not_one_on_t
 
 def test_the_lag_of_a_task_copying_between_members_is_what_a_switch_would_leave(tmp_path: Path) -> None:
     state = StateDir(tmp_path)
-    write_status(state, "geo", {"lag": {"eventsBehind": 42, "rpoSeconds": 1.5, "partitions": {}}})
+    write_status(state, "geo", {"lastBatchTime": at(1_000.0)})
+    # The driver writes its lag beside the status file, whole (federator_spark/lag.py): the sink's commit
+    # owns the status file.
+    lag = {"measuredAt": at(995.0), "eventsBehind": 42, "rpoSeconds": 1.5, "partitions": {}}
+    (state.status_file("default", "geo").parent / "lag.json").write_text(json.dumps(lag))
 
     copying = replication_to_members(GROUP, "primary", read({"default/geo": GEO}, state))
 
     assert copying["secondary"].tasks == ("geo",)
-    assert copying["secondary"].events_behind == 42
+    assert (copying["secondary"].events_behind, copying["secondary"].rpo_seconds) == (42, 1.5)
 
 
 def test_only_the_tasks_of_the_groups_namespace_are_read(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from federator.provision.environment import ManagementEnvironment
 from federator.settings import OperatorSettings
 from federator_emulator.server import RunningEmulator, start_emulator
 from federator_emulator.testing import AsyncEmulatorCredential
+from support.azure_clients import management_connection_string
 from support.kopf_runner import reconcile_passes, running_operator
 from support.kube import KubeServer
 from support.polling import eventually, eventually_more
@@ -63,10 +64,8 @@ def operator(
 
 
 def admin(sb: RunningEmulator, namespace: str) -> ServiceBusAdministrationClient:
-    host = sb.namespace(namespace).fully_qualified_namespace
     return ServiceBusAdministrationClient.from_connection_string(
-        f"Endpoint=sb://{host};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE",
-        connection_verify=str(sb.ca_path),
+        management_connection_string(sb, namespace), connection_verify=str(sb.ca_path)
     )
 
 
@@ -110,11 +109,7 @@ def mirror(*members: dict[str, Any]) -> dict[str, Any]:
 
 def setup_members(kube: KubeServer, sb: RunningEmulator) -> list[dict[str, Any]]:
     """west through ARM, east through the administration API with a Manage connection string."""
-    host = sb.namespace("sbeast").fully_qualified_namespace
-    manage = (
-        f"Endpoint=sb://{host};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE"
-    )
-    kube.request("POST", SECRETS, secret("east-conn", manage))
+    kube.request("POST", SECRETS, secret("east-conn", management_connection_string(sb, "sbeast")))
     kube.request("POST", SECRETS, secret("west-conn", sb.connection_string("sbwest")))
     return [
         arm("west", "sbwest"),

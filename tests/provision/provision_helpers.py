@@ -13,6 +13,7 @@ from federator.provision.credentials import CredentialSource
 from federator_contract.api.servicebusmirror import MirrorMember, ServiceBusMirrorSpec
 from federator_emulator.server import RunningEmulator
 from federator_emulator.testing import AsyncEmulatorCredential, AsyncFakeCredential
+from support import azure_clients
 
 NAMESPACES = ("sbwest", "sbeast", "sbnorth")
 SUBSCRIPTION_ID = "00000000-0000-0000-0000-000000000000"
@@ -34,8 +35,7 @@ def emulator_config() -> dict[str, Any]:
 
 def management_connection_string(emu: RunningEmulator, namespace: str) -> str:
     """The ATOM endpoint (HTTPS port) with the namespace's Manage key; not the AMQP connection string."""
-    host = emu.namespace(namespace).fully_qualified_namespace
-    return f"Endpoint=sb://{host};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE"
+    return azure_clients.management_connection_string(emu, namespace)
 
 
 def arm_member(name: str, namespace: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from federator.provision.members import MemberOutcome, provision_member
 from federator.provision.model import desired_by_member
 from federator_contract.api.servicebusmirror import ServiceBusMirrorSpec
 from federator_emulator.server import RunningEmulator
+from support.azure_clients import with_key
 from support.kube import KubeServer
 
 CLIENT_SECRET = "s3cr3t-value-never-shown"
@@ -106,7 +107,7 @@ async def test_refused_credentials_are_management_auth_failed_without_the_key(
     assert (arm.state, arm.reason, arm.transient) == ("Failed", "ManagementAuthFailed", False)
     assert "member west" in arm.message
 
-    wrong_key = management_connection_string(sb, "sbwest").replace("SAS_KEY_VALUE", CLIENT_SECRET)
+    wrong_key = with_key(management_connection_string(sb, "sbwest"), CLIENT_SECRET)
     put_secret(kube, "west-conn", {"connectionString": wrong_key})
     data = await provision(
         kube_client, env, all_active(data_plane_member("west"), data_plane_member("east")), "west"

@@ -3,6 +3,7 @@ Service Bus subscriptions hold."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from azure.mgmt.dns import DnsManagementClient
@@ -10,7 +11,7 @@ from azure.mgmt.servicebus import ServiceBusManagementClient
 from azure.servicebus import ServiceBusClient, ServiceBusReceivedMessage
 from azure.servicebus.management import ServiceBusAdministrationClient
 
-from federator_contract.emulatorconfig import DEFAULT_KEY_NAME, DEFAULT_KEY_VALUE
+from federator_contract.emulatorconfig import DEFAULT_KEY_NAME
 from federator_emulator.testing import EmulatorCredential
 
 
@@ -44,9 +45,15 @@ def text_properties(message: ServiceBusReceivedMessage) -> dict[str, Any]:
 
 
 def management_connection_string(emulator: Any, namespace: str | None = None) -> str:
-    """A namespace's HTTPS (ATOM) endpoint with its Manage key, for ``ServiceBusAdministrationClient``."""
+    """A namespace's HTTPS (ATOM) endpoint with its own Manage key, for ``ServiceBusAdministrationClient``."""
     host = emulator.namespace(namespace).fully_qualified_namespace
-    return f"Endpoint=sb://{host};SharedAccessKeyName={DEFAULT_KEY_NAME};SharedAccessKey={DEFAULT_KEY_VALUE}"
+    key = emulator.key(namespace)
+    return f"Endpoint=sb://{host};SharedAccessKeyName={DEFAULT_KEY_NAME};SharedAccessKey={key}"
+
+
+def with_key(connection_string: str, key: str) -> str:
+    """The connection string with another ``SharedAccessKey`` (a wrong one, or another namespace's)."""
+    return re.sub(r"(?<=SharedAccessKey=)[^;]*", lambda _: key, connection_string)
 
 
 def admin_client(emulator: Any, namespace: str | None = None) -> ServiceBusAdministrationClient:

@@ -54,6 +54,11 @@ The operator's permissions in a watched namespace, derived from what its handler
 - apiGroups: [""]
   resources: [serviceaccounts, persistentvolumeclaims]
   verbs: [get]
+# An ARM credential of kind serviceAccount (a mirror member's, a DNS zone's): a token of that account, for
+# Microsoft Entra's token exchange only (TokenRequest). Never the accounts themselves, nor their Secrets.
+- apiGroups: [""]
+  resources: [serviceaccounts/token]
+  verbs: [create]
 {{- end -}}
 
 {{/* What the Spark driver needs in its namespace to run executors. */}}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from federator_contract.api.base import (
     DNS_LABEL,
+    ClientId,
     Condition,
     DnsLabel,
     EntityName,
@@ -17,6 +18,7 @@ from federator_contract.api.base import (
     ObjectStatus,
     PropertyName,
     QueueOrSubscription,
+    ResourceName,
     StatusModel,
     WorkloadIdentity,
     cel,
@@ -29,18 +31,64 @@ from federator_contract.api.replicationtask import Delivery, Runtime
 UUID = r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
 
 
-class ArmCredential(FedModel):
-    """Credential for Azure Resource Manager. Set exactly one of `servicePrincipalSecretRef` or
-    `workloadIdentity`."""
+# Microsoft Entra's token exchange audience in Azure's public cloud: what workload identity federation
+# expects unless the federated credential names another (a sovereign cloud's, or the installer's own).
+TOKEN_EXCHANGE_AUDIENCE = "api://AzureADTokenExchange"
+ARM_CREDENTIAL_KINDS = ("servicePrincipalSecretRef", "serviceAccount", "workloadIdentity")
 
-    model_config = ConfigDict(
-        json_schema_extra=cel(exactly_one("servicePrincipalSecretRef", "workloadIdentity"))
+
+class ServiceAccountCredential(FedModel):
+    """A ServiceAccount of the resource's own namespace, signed in as through Microsoft Entra workload
+    identity federation, the way a pod of that account would be: Federator requests the account's token
+    from the API server (TokenRequest, for `audience`) and presents it to Entra as a client assertion for
+    `clientId` in `tenantId`. Entra accepts it only if that identity has a federated credential for
+    `system:serviceaccount:<namespace>:<name>` and the cluster's issuer, so the resource acts with its own
+    namespace's grant, never with the operator's identity. Another namespace's account is refused
+    (`CrossNamespaceServiceAccount`)."""
+
+    name: ResourceName
+    """Name of the ServiceAccount, in the resource's namespace."""
+    namespace: DnsLabel | None = None
+    """Namespace of the ServiceAccount, if written at all: it must be the resource's own. Default: the
+    resource's namespace."""
+    client_id: ClientId | None = None
+    """Client ID of the Microsoft Entra application or user-assigned managed identity to sign in as.
+    Default: the account's `azure.workload.identity/client-id` annotation; when both are set they must be
+    the same."""
+    tenant_id: Annotated[str, StringConstraints(pattern=UUID)] | None = None
+    """Microsoft Entra tenant ID of that identity. Default: the account's `azure.workload.identity/tenant-id`
+    annotation."""
+    audience: Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=r"^\S+$")] = (
+        TOKEN_EXCHANGE_AUDIENCE
     )
+    """Audience of the requested token: the one the identity's federated credential names. Default:
+    `api://AzureADTokenExchange` (Azure's public cloud; Azure Government and Azure operated by 21Vianet
+    use `api://AzureADTokenExchangeUSGov` and `api://AzureADTokenExchangeChina`)."""
+
+
+class ArmCredential(FedModel):
+    """Credential for Azure Resource Manager. Set exactly one of `servicePrincipalSecretRef`,
+    `serviceAccount` or `workloadIdentity`."""
+
+    model_config = ConfigDict(json_schema_extra=cel(exactly_one(*ARM_CREDENTIAL_KINDS)))
 
     service_principal_secret_ref: LocalObjectReference | None = None
-    """A Secret with keys `tenantId`, `clientId` and `clientSecret`."""
+    """A Secret of the resource's namespace with keys `tenantId`, `clientId` and `clientSecret`."""
+    service_account: ServiceAccountCredential | None = None
+    """A ServiceAccount of the resource's namespace, through workload identity federation (no secret at
+    all). The operator needs `create` on `serviceaccounts/token` there (the chart grants it)."""
     workload_identity: WorkloadIdentity | None = None
-    """Workload identity; `fullyQualifiedNamespace` names the namespace it is granted on."""
+    """The operator's own workload identity: allowed only in the namespaces (and subscriptions) the
+    installer lists (chart values `credentials.operatorIdentityNamespaces`,
+    `credentials.operatorIdentitySubscriptions`), refused elsewhere (`OperatorIdentityNotAllowed`).
+    `fullyQualifiedNamespace` names the namespace it is granted on."""
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> ArmCredential:
+        chosen = [self.service_principal_secret_ref, self.service_account, self.workload_identity]
+        if sum(kind is not None for kind in chosen) != 1:
+            raise ValueError(exactly_one(*ARM_CREDENTIAL_KINDS)[1])
+        return self
 
 
 class ArmManagement(FedModel):

@@ -116,7 +116,7 @@ class Authorizer:
                     header, f"https://{request.host}{request.path}", state.keys, rights=state.sas_rights
                 )
             except auth.AuthError as exc:
-                raise MgmtError(401, "Unauthorized", f"InvalidSignature: {exc}") from None
+                raise MgmtError(401, "Unauthorized", str(exc)) from None
             rights = grant.rights
         else:
             scheme, _, token = header.partition(" ")

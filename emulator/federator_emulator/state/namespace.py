@@ -66,8 +66,9 @@ class NamespaceState:
 
     @property
     def keys(self) -> dict[str, str]:
-        """SAS key name -> key, as used for CBS token verification."""
-        return {k.name: k.key for k in self.config.keys}
+        """SAS key name -> key, as used for CBS token verification. A key without a value (the emulator
+        gives each one at start, ``saskeys``) verifies nothing."""
+        return {k.name: k.key for k in self.config.keys if k.key is not None}
 
     @property
     def sas_rights(self) -> dict[str, frozenset[str]]:

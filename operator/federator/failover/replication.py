@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -37,6 +38,9 @@ class MemberReplication:
     rpo_seconds: float | None
     behind: tuple[str, ...] = ()
     """The tasks with events left."""
+    measured_at: datetime | None = None
+    """When the oldest of the tasks' lag was measured (None while one is not): a figure of a member
+    that is down stays the last one measured before it went."""
 
     @property
     def caught_up(self) -> bool:
@@ -96,12 +100,14 @@ def _summed(member: str, copying: list[tuple[str, ReplicationLag]]) -> MemberRep
     events = [lag.events_behind for _, lag in copying]
     seconds = [lag.rpo_seconds for _, lag in copying]
     behind = tuple(sorted(name for name, lag in copying if (lag.events_behind or 0) > 0))
+    measured = [lag.measured_at for _, lag in copying]
     return MemberReplication(
         member,
         names,
         None if None in events else sum(e for e in events if e is not None),
         None if None in seconds else max((s for s in seconds if s is not None), default=0.0),
         behind,
+        None if None in measured else min(m for m in measured if m is not None),
     )
 
 

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from federator import reasons
-from federator.failover.replication import Replication
+from federator.failover.replication import MemberReplication, Replication
 from federator.status.events import Note
 from federator_contract.api.failovergroup import (
     FailoverGroupSpec,
@@ -400,8 +400,16 @@ class _Machine:
         self.note(
             "Warning",
             reasons.SWITCH_LOSS,
-            f"switched to member {target} with {left} not replicated to it yet",
+            f"switched to member {target} with {left} not replicated to it yet{self._measured(copying)}",
         )
+
+    def _measured(self, copying: MemberReplication) -> str:
+        """How old the estimate is: what came and what was copied since its lag was measured are not in it
+        (a member that is down cannot be measured)."""
+        if copying.events_behind is None or copying.measured_at is None:
+            return ""
+        age = max(0.0, (self.now - copying.measured_at).total_seconds())
+        return f", as their lag was measured {age:.1f}s before the switch"
 
     def note(self, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
         self.notes.append(Note(type_, reason, message))

@@ -44,6 +44,9 @@ async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
 async def _reconcile(body: kopf.Body, memo: OperatorContext) -> Result:
     with metrics.RECONCILE_DURATION.labels(KIND).time():
         state = memo.objects.of(body)
-        result = await reconcile(memo.reads, memo.settings, dict(body), memo.source_probes, state.task)
+        # One pass at a time: a daemon's pass beside the create handler's would apply from a copy of the
+        # children not yet updated and report the other pass's apply as drift it corrected.
+        async with state.lock:
+            result = await reconcile(memo.reads, memo.settings, dict(body), memo.source_probes, state.task)
     report(KIND, body, result)
     return result

@@ -7,6 +7,8 @@ left (planned switches, `eventsLeftBehind`)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from typing import Any
@@ -16,7 +18,7 @@ from pydantic import ValidationError
 from federator.local.observe import read_status
 from federator.local.state import StateDir
 from federator_contract.api.replicationtask import ReplicationTaskStatus
-from federator_contract.driverstatus import task_status_fields
+from federator_contract.driverstatus import LAG_FILE, task_status_fields
 from federator_contract.taskconfig import TaskConfig
 
 TaskObjects = Callable[[str], Coroutine[Any, Any, list[dict[str, Any]]]]
@@ -43,10 +45,13 @@ def task_objects(specs: Mapping[str, Mapping[str, Any]], state: StateDir) -> Tas
 
 
 def task_status(state: StateDir, namespace: str, name: str) -> dict[str, Any]:
-    """The task's status fields, as a cluster's operator would write them."""
-    status = ReplicationTaskStatus.model_validate(
-        task_status_fields(read_status(state.status_file(namespace, name)))
-    )
+    """The task's status fields, as a cluster's operator would write them from the driver's `/status`:
+    the status file, with the lag the driver measures beside it."""
+    path = state.status_file(namespace, name)
+    document = read_status(path)
+    with contextlib.suppress(FileNotFoundError, ValueError):  # not measured yet
+        document["lag"] = json.loads((path.parent / LAG_FILE).read_text(encoding="utf-8"))
+    status = ReplicationTaskStatus.model_validate(task_status_fields(document))
     member = source_member(state, namespace, name, status.last_batch_time)
     if member is not None:
         status = status.model_copy(update={"active_source_member": member})

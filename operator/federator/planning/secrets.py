@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from federator.planning.memo import per_object
 from federator_contract.api.base import SecretKeySelector
 from federator_contract.taskconfig import secret_env_var
 
@@ -29,6 +30,7 @@ class SecretBinding:
         return f"{self.secret_name}/{self.key}"
 
 
+@per_object
 def secret_bindings(spec: BaseModel) -> list[SecretBinding]:
     """Every Secret key the spec references, once each, in a stable order."""
     found: set[SecretBinding] = set()

@@ -12,6 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 from federator import reasons
 from federator.planning.errors import PlanningError
 from federator.planning.following import Following
+from federator.planning.memo import per_object
 from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.settings import Launcher, OperatorSettings
 from federator.validation.credential_scope import CredentialScope
@@ -415,6 +416,7 @@ def task_checkpoint(
     return f"file://{CHECKPOINT_MOUNT}", PvcMount(settings.checkpoint_claim, f"{namespace}/{name}")
 
 
+@per_object
 def workload_identities(spec: ReplicationTaskSpec) -> list[IdentityUse]:
     """Every Event Hubs / Service Bus connection of ``spec`` that signs in with workload identity."""
     found = []

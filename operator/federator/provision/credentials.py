@@ -90,13 +90,17 @@ azure_identity = azure_identity_factory()
 
 
 async def credential_source(kube: SecretSource, namespace: str, spec: ArmCredential) -> CredentialSource:
-    """Who to log in as; reads the service principal's Secret (SecretNotFound / SecretKeyNotFound)."""
+    """Who to log in as, for a service principal (reads its Secret: SecretNotFound / SecretKeyNotFound) or
+    the operator's workload identity. A ServiceAccount needs the TokenRequest API: `login.arm_login`."""
     if spec.service_principal_secret_ref is not None:
         name = spec.service_principal_secret_ref.name
         values = await secret_values(kube, namespace, name, SERVICE_PRINCIPAL_KEYS)
         return ServicePrincipal(values["tenantId"], values["clientId"], values["clientSecret"])
-    identity = spec.workload_identity
-    return WorkloadIdentityLogin(identity.client_id if identity is not None else None)
+    if spec.workload_identity is None:  # never fall back to the operator's identity
+        raise ManagementError(
+            reasons.INVALID_SPEC, "a serviceAccount credential is signed in by provision/login.py (arm_login)"
+        )
+    return WorkloadIdentityLogin(spec.workload_identity.client_id)
 
 
 def build_credential(source: CredentialSource, factory: CredentialFactory) -> AsyncTokenCredential:

@@ -1,20 +1,21 @@
 """Signing in to Azure Resource Manager for a resource, within the installer's credential scope: its own
-credential from its own namespace (a service principal's Secret) always; the operator's identity
-(`workloadIdentity`) only where the scope allows (provision/scope.py). For every controller that talks to
-ARM: a mirror's members, a FailoverGroup's DNS zone."""
+credential from its own namespace always — a service principal's Secret, or a ServiceAccount's federated
+token (TokenRequest: provision/serviceaccount.py) — and the operator's identity (`workloadIdentity`) only
+where the scope allows (provision/scope.py). For every controller that talks to ARM: a mirror's members, a
+FailoverGroup's DNS zone."""
 
 from __future__ import annotations
 
 from azure.core.credentials_async import AsyncTokenCredential
 
 from federator import reasons
-from federator.provision.credentials import build_credential, credential_source
+from federator.provision.credentials import CredentialSource, build_credential, credential_source
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import ManagementError
 from federator.provision.secrets import SecretSource
-from federator_contract.api.servicebusmirror import ArmCredential
-
-BRING_YOUR_OWN_ARM = "use servicePrincipalSecretRef with a Secret of this namespace"
+from federator.provision.serviceaccount import ServiceAccountTokens, service_account_login
+from federator.validation.credential_scope import BRING_YOUR_OWN_ARM
+from federator_contract.api.servicebusmirror import ArmCredential, ServiceAccountCredential
 
 
 async def arm_login(
@@ -27,8 +28,10 @@ async def arm_login(
 ) -> AsyncTokenCredential:
     """The token credential for `credential` of a resource in `namespace` acting on `subscription_id`;
     `field` names the credential as users write it (e.g. `member west: management.arm.credential`).
-    Raises ManagementError: OperatorIdentityNotAllowed (refused before anything is read or signed in),
-    SecretNotFound / SecretKeyNotFound, ManagementAuthFailed."""
+    `kube` must also request tokens (`ServiceAccountTokens`) for a `serviceAccount`. Raises
+    ManagementError: OperatorIdentityNotAllowed and CrossNamespaceServiceAccount (refused before anything
+    is read or signed in), SecretNotFound / SecretKeyNotFound, ServiceAccountNotFound,
+    ManagementAuthFailed."""
     if credential.workload_identity is not None:
         refusal = env.scope.refusal(namespace, subscription_id)
         if refusal is not None:
@@ -37,4 +40,39 @@ async def arm_login(
                 f"{field}.workloadIdentity signs in to Azure Resource Manager as the operator; {refusal}: "
                 f"{BRING_YOUR_OWN_ARM}",
             )
-    return build_credential(await credential_source(kube, namespace, credential), env.credential_factory)
+    source: CredentialSource
+    if (account := credential.service_account) is not None:
+        source = await _service_account(kube, namespace, account, f"{field}.serviceAccount")
+    else:
+        source = await credential_source(kube, namespace, credential)
+    return build_credential(source, env.credential_factory)
+
+
+async def _service_account(
+    kube: SecretSource, namespace: str, account: ServiceAccountCredential, field: str
+) -> CredentialSource:
+    """The federated login of an account of `namespace` — never of another namespace, whose identity's
+    grant is not this resource's to use."""
+    if account.namespace is not None and account.namespace != namespace:
+        raise ManagementError(
+            reasons.CROSS_NAMESPACE_SERVICE_ACCOUNT,
+            f"{field}.namespace is {account.namespace!r}: Federator signs in only as a ServiceAccount of the "
+            f"resource's own namespace ({namespace!r}); drop namespace and name an account of {namespace!r}",
+        )
+    if not isinstance(kube, ServiceAccountTokens):
+        raise ManagementError(
+            reasons.MANAGEMENT_AUTH_FAILED,
+            f"{field}: a ServiceAccount's token comes from a cluster's TokenRequest API, which is not at hand"
+            " here (local mode has no cluster): use servicePrincipalSecretRef",
+        )
+    try:
+        return await service_account_login(
+            kube,
+            namespace,
+            account.name,
+            account.client_id,
+            tenant_id=account.tenant_id,
+            audience=account.audience,
+        )
+    except ManagementError as err:
+        raise ManagementError(err.reason, f"{field}: {err.message}", retryable=err.retryable) from None

@@ -7,47 +7,79 @@ workload identity webhook reads for a pod of that account). Entra accepts it onl
 has a federated credential for `system:serviceaccount:<ns>:<name>` and the cluster's issuer: the tenant's
 own grant, in which the operator's identity plays no part.
 
-A token is requested at each sign-in (one provisioning pass) and kept in memory only; the operator needs
-`create` on `serviceaccounts/token` in the namespace."""
+The spec names the account in `ArmCredential.serviceAccount` (its client and tenant IDs, when written there,
+stand in for missing annotations and must agree with present ones). A token is requested at each sign-in
+(one provisioning pass) and kept in memory only; the operator needs `create` on `serviceaccounts/token` in
+the namespace (the chart grants it, and nothing else on ServiceAccounts beyond `get`)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from federator import reasons
 from federator.kube.client import ApiError
 from federator.kube.resources import SERVICE_ACCOUNTS
 from federator.provision.credentials import ServiceAccountLogin
 from federator.provision.errors import ManagementError
+from federator.provision.secrets import SecretSource
+from federator_contract.api.servicebusmirror import TOKEN_EXCHANGE_AUDIENCE
 
-TOKEN_EXCHANGE_AUDIENCE = "api://AzureADTokenExchange"
 TOKEN_SECONDS = 600
 CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
 TENANT_ID_ANNOTATION = "azure.workload.identity/tenant-id"
 
 
+class TokenCreator(Protocol):
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@runtime_checkable
 class ServiceAccountTokens(Protocol):
-    """Where ServiceAccounts are read and their tokens requested: the operator's API client."""
+    """Where ServiceAccounts are read and their tokens requested: the operator's API client. Local mode's
+    Secret sources have no `create`: there is no cluster to ask."""
 
     async def get(self, path: str) -> dict[str, Any] | None: ...
     async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
-def token_request(seconds: int = TOKEN_SECONDS) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NamespaceCredentials:
+    """A pass's credential reads: Secrets and ServiceAccounts where the pass reads them (the short-lived
+    cache), tokens from the API server itself (a TokenRequest is a write, never cached)."""
+
+    reads: SecretSource
+    tokens: TokenCreator
+
+    async def get(self, path: str) -> dict[str, Any] | None:
+        return await self.reads.get(path)
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.tokens.create(path, body)
+
+
+def token_request(audience: str = TOKEN_EXCHANGE_AUDIENCE, seconds: int = TOKEN_SECONDS) -> dict[str, Any]:
     return {
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest",
-        "spec": {"audiences": [TOKEN_EXCHANGE_AUDIENCE], "expirationSeconds": seconds},
+        "spec": {"audiences": [audience], "expirationSeconds": seconds},
     }
 
 
 async def service_account_login(
-    kube: ServiceAccountTokens, namespace: str, name: str, client_id: str | None = None
+    kube: ServiceAccountTokens,
+    namespace: str,
+    name: str,
+    client_id: str | None = None,
+    *,
+    tenant_id: str | None = None,
+    audience: str = TOKEN_EXCHANGE_AUDIENCE,
 ) -> ServiceAccountLogin:
-    """Who ServiceAccount `namespace/name` signs in as, with a fresh federated token. `client_id`, when the
-    spec names one, must be the account's. Raises ManagementError: ServiceAccountNotFound,
-    WorkloadIdentityClientIdMissing / …Mismatch, ManagementAuthFailed (no tenant annotation, or the API
-    server refused the token: the message names the permission)."""
+    """Who ServiceAccount `namespace/name` signs in as, with a fresh federated token for `audience`.
+    `client_id` and `tenant_id`, when the spec names them, stand in for missing annotations and must agree
+    with present ones. Raises ManagementError: ServiceAccountNotFound, WorkloadIdentityClientIdMissing /
+    …Mismatch, ManagementAuthFailed (no tenant, or the API server refused the token: the message names the
+    permission)."""
     where = f"ServiceAccount {namespace}/{name}"
     account = await kube.get(SERVICE_ACCOUNTS.path(namespace, name))
     if account is None:
@@ -57,28 +89,38 @@ async def service_account_login(
             f"{TENANT_ID_ANNOTATION}",
         )
     annotations = (account.get("metadata") or {}).get("annotations") or {}
-    annotated, tenant = annotations.get(CLIENT_ID_ANNOTATION), annotations.get(TENANT_ID_ANNOTATION)
-    if not annotated:
+    client = _agreed(where, "client ID", annotations.get(CLIENT_ID_ANNOTATION), client_id)
+    if not client:
         raise ManagementError(
-            reasons.WORKLOAD_IDENTITY_CLIENT_ID_MISSING, f"{where} has no annotation {CLIENT_ID_ANNOTATION}"
+            reasons.WORKLOAD_IDENTITY_CLIENT_ID_MISSING,
+            f"{where} has no annotation {CLIENT_ID_ANNOTATION}, and the spec names no clientId",
         )
-    if client_id is not None and client_id.lower() != str(annotated).lower():
-        raise ManagementError(
-            reasons.WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH,
-            f"{where} is annotated with client ID {annotated}, not {client_id} as the spec says",
-        )
+    tenant = _agreed(where, "tenant ID", annotations.get(TENANT_ID_ANNOTATION), tenant_id)
     if not tenant:
         raise ManagementError(
-            reasons.MANAGEMENT_AUTH_FAILED, f"{where} has no annotation {TENANT_ID_ANNOTATION}"
+            reasons.MANAGEMENT_AUTH_FAILED,
+            f"{where} has no annotation {TENANT_ID_ANNOTATION}, and the spec names no tenantId",
         )
     return ServiceAccountLogin(
-        namespace, name, str(tenant), str(annotated), await _token(kube, namespace, name, where)
+        namespace, name, tenant, client, await _token(kube, namespace, name, where, audience)
     )
 
 
-async def _token(kube: ServiceAccountTokens, namespace: str, name: str, where: str) -> str:
+def _agreed(where: str, what: str, annotated: Any, spec: str | None) -> str | None:
+    """The spec's value or the account's annotation; refused when both are there and differ (a client ID
+    as WorkloadIdentityClientIdMismatch, a tenant as ManagementAuthFailed)."""
+    if spec is not None and annotated and spec.lower() != str(annotated).lower():
+        mismatch = what == "client ID"
+        raise ManagementError(
+            reasons.WORKLOAD_IDENTITY_CLIENT_ID_MISMATCH if mismatch else reasons.MANAGEMENT_AUTH_FAILED,
+            f"{where} is annotated with {what} {annotated}, not {spec} as the spec says",
+        )
+    return spec or (str(annotated) if annotated else None)
+
+
+async def _token(kube: ServiceAccountTokens, namespace: str, name: str, where: str, audience: str) -> str:
     try:
-        answer = await kube.create(SERVICE_ACCOUNTS.path(namespace, name, "token"), token_request())
+        answer = await kube.create(SERVICE_ACCOUNTS.path(namespace, name, "token"), token_request(audience))
     except ApiError as err:
         raise ManagementError(
             reasons.MANAGEMENT_AUTH_FAILED,

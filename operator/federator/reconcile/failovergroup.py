@@ -34,6 +34,7 @@ from federator.planning.errors import PlanningError
 from federator.planning.task import Owner
 from federator.provision.errors import ManagementError
 from federator.provision.secrets import SecretSource
+from federator.provision.serviceaccount import NamespaceCredentials
 from federator.status import conditions as cond
 from federator.status.events import Note
 from federator.status.results import Findings, Result, status_result, written
@@ -198,7 +199,7 @@ async def reconcile(
         found = Findings(cond.stalled(reasons.INVALID_SPEC, message), retry_after=_period(spec_raw))
     else:
         ports = GroupPorts(
-            reads.secrets,
+            NamespaceCredentials(reads.secrets, reads.client),  # a DNS zone's serviceAccount: TokenRequest
             runtime.prober,
             ConfigMapEndpoints(reads),
             runtime.dns,

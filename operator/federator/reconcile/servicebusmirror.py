@@ -24,6 +24,7 @@ from federator.provision.environment import ManagementEnvironment
 from federator.provision.members import MemberOutcome, deprovision_member, provision_member
 from federator.provision.model import desired_by_member
 from federator.provision.secrets import SecretSource
+from federator.provision.serviceaccount import NamespaceCredentials
 from federator.status import conditions as cond
 from federator.status.events import Note
 from federator.status.results import Findings, Result, status_result, written
@@ -134,7 +135,9 @@ async def reconcile(
     spec = ServiceBusMirrorSpec.model_validate(spec_raw)
     status = body.get("status") or {}
     plan = cluster_plan(meta, spec)
-    ports = MirrorPorts(reads.secrets, lambda _: env, ClusterTasks(reads, meta, status, plan.application))
+    # A member's serviceAccount credential has its token requested from the API server (TokenRequest).
+    credentials = NamespaceCredentials(reads.secrets, reads.client)
+    ports = MirrorPorts(credentials, lambda _: env, ClusterTasks(reads, meta, status, plan.application))
     found = await mirror_round(
         ports,
         namespace=meta["namespace"],

@@ -9,8 +9,11 @@
 6. semantic — the models' own checks (SQL grammar, inline secrets), as the operator checks, the
    installer's pod policy (`pod_policy`, read from `FEDERATOR_ALLOWED_*` as the operator reads it) and
    the endpoint hosts of its credential scope (`credential_scope`);
-7. warnings — admitted and run, but most likely not what was meant (`warnings`), and connections the
-   operator would not sign in to with its own identity in the manifest's namespace (`credential_scope`).
+7. warnings — admitted and run, but most likely not what was meant (`warnings`), and connections and
+   Azure Resource Manager credentials the operator would not sign in to with its own identity in the
+   manifest's namespace (`credential_scope`: a warning, since the installer's values decide; it names the
+   chart value that would allow it). A ServiceAccount credential of another namespace than the manifest's
+   is a problem (the operator refuses it wherever it runs), a warning when the manifest names none.
 
 Every problem is reported once, at its field path, in the order of the document.
 """
@@ -28,7 +31,7 @@ from pydantic import ValidationError
 from federator.settings import OperatorSettings
 from federator.validation.admission import admitted
 from federator.validation.cel import cel_problems
-from federator.validation.credential_scope import operator_scope
+from federator.validation.credential_scope import ScopeFinding, cross_namespace_accounts, operator_scope
 from federator.validation.documents import Document, ManifestError, load_documents
 from federator.validation.identity import identify
 from federator.validation.metadata import metadata_problems
@@ -113,6 +116,10 @@ def check_object(obj: Any, old: Any = None) -> Verdict:
         refused = frozenset(p.path for p in found)
         semantic = semantic_problems(kind, spec, pod_policy(), operator_scope())
         found += [p for p in semantic if not _overlaps(p.path, refused)]
+        if isinstance(namespace := _namespace(stored), str):
+            found += [
+                Problem(f.field_path, f.message, "semantic") for f in _cross_namespace(kind, spec, namespace)
+            ]
     problems = in_document_order(_once([withheld(p) for p in found]), obj)
     # Warnings are about what would run: a refused object has its problems to fix first.
     warnings = [] if problems else in_document_order(_warnings(kind, stored), obj)
@@ -120,8 +127,8 @@ def check_object(obj: Any, old: Any = None) -> Verdict:
 
 
 def _warnings(kind: Kind, stored: dict[str, Any]) -> list[Problem]:
-    """The spec's slips, and the connections the operator would not sign in to with its own identity in
-    the manifest's namespace (a warning: the namespace it is applied in decides)."""
+    """The spec's slips, and the connections and ARM credentials the operator would not sign in to with
+    its own identity in the manifest's namespace (a warning: the namespace it is applied in decides)."""
     spec = stored.get("spec")
     found = spec_warnings(kind, spec)
     try:
@@ -129,12 +136,27 @@ def _warnings(kind: Kind, stored: dict[str, Any]) -> list[Problem]:
     except ValidationError:
         return found  # its problems come first
     if isinstance(model, SPEC_TYPES):
-        namespace = (stored.get("metadata") or {}).get("namespace")
-        findings = operator_scope().identity_findings(
-            model, namespace if isinstance(namespace, str) else None
-        )
+        namespace = _namespace(stored)
+        scope = operator_scope()
+        findings = scope.identity_findings(model, namespace) + scope.arm_findings(model, namespace)
+        if namespace is None:  # with a namespace, a problem (check_object)
+            findings += cross_namespace_accounts(model, None)
         found += [Problem(f.field_path, f.message, "warning") for f in findings]
     return found
+
+
+def _namespace(stored: dict[str, Any]) -> str | None:
+    metadata = stored.get("metadata")  # any shape: its problems are reported by the metadata layer
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    return namespace if isinstance(namespace, str) else None
+
+
+def _cross_namespace(kind: Kind, spec: dict[str, Any], namespace: str) -> list[ScopeFinding]:
+    try:
+        model = kind.spec.model_validate(spec)
+    except ValidationError:
+        return []  # the semantic layer reports it
+    return cross_namespace_accounts(model, namespace) if isinstance(model, SPEC_TYPES) else []
 
 
 def validate_object(obj: Any, old: Any = None) -> tuple[Kind | None, list[Problem]]:

@@ -9,12 +9,14 @@ the operator may sign in with its own Azure identity.
 - **The operator's identity.** FailoverGroup probes and task source probes sign in with the operator pod's
   credential when a connection says `workloadIdentity`. The installer lists the namespaces that may do so;
   elsewhere a connection carries its own credential from its own namespace (`secretRef`). Refused:
-  `OperatorIdentityNotAllowed`.
+  `OperatorIdentityNotAllowed`. Azure Resource Manager work (a mirror member's and a DNS zone's
+  `credential.workloadIdentity`) likewise, and only on the subscriptions the installer lists, if it lists
+  any (provision/scope.py); there a resource brings a Secret or a ServiceAccount of its namespace.
 
 The operator enforces both (Stalled, or the probe's condition, with the reason); `federator validate`
 reports a host as a problem and the operator's identity as a warning (it depends on the namespace the
-manifest is applied in). Local mode (`federator run`) signs in as the developer and reaches its emulator:
-neither rule applies there.
+manifest is applied in), naming the chart value that would allow it. Local mode (`federator run`) signs
+in as the developer and reaches its emulator: neither rule applies there.
 """
 
 from __future__ import annotations
@@ -25,12 +27,17 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
 
-from federator.reasons import ENDPOINT_HOST_NOT_ALLOWED, OPERATOR_IDENTITY_NOT_ALLOWED
+from federator.reasons import (
+    CROSS_NAMESPACE_SERVICE_ACCOUNT,
+    ENDPOINT_HOST_NOT_ALLOWED,
+    OPERATOR_IDENTITY_NOT_ALLOWED,
+)
 from federator.settings import OperatorSettings, listed
 from federator_contract.api.base import WorkloadIdentity
 from federator_contract.api.connections import Role, Spec, connections
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.replicationtask import ReplicationTaskSpec
+from federator_contract.api.servicebusmirror import ArmCredential, ServiceBusMirrorSpec
 from federator_contract.api.translation import BlobWorkloadIdentity
 
 # Event Hubs and Service Bus namespaces: the public cloud (legacy `servicebus.windows.net`, and the
@@ -67,6 +74,12 @@ _CONSEQUENCE: dict[Role, str] = {
         f"still sign in as their own ServiceAccount. To have it probed, {BRING_YOUR_OWN}"
     ),
 }
+BRING_YOUR_OWN_ARM = (
+    "name a ServiceAccount of this namespace in serviceAccount, or use servicePrincipalSecretRef with a"
+    " Secret of this namespace"
+)
+NAMESPACES_VALUE = "chart value credentials.operatorIdentityNamespaces"
+SUBSCRIPTIONS_VALUE = "chart value credentials.operatorIdentitySubscriptions"
 
 
 @functools.cache
@@ -89,6 +102,8 @@ class CredentialScope:
     """The installer's host suffixes, accepted for every kind of endpoint."""
     identity_namespaces: tuple[str, ...] = ()
     """Namespaces (globs) whose resources may use the operator's own identity."""
+    identity_subscriptions: tuple[str, ...] = ()
+    """Azure subscriptions (lower case) on which ARM work may use it; empty: any, where the namespace may."""
     local: bool = False
     """Local mode: the developer's own identity and emulators; nothing is refused."""
 
@@ -96,7 +111,9 @@ class CredentialScope:
     def from_settings(cls, settings: OperatorSettings) -> CredentialScope:
         suffixes = tuple(s.lstrip(".").lower() for s in listed(settings.allowed_endpoint_suffixes))
         return cls(
-            extra_suffixes=suffixes, identity_namespaces=tuple(listed(settings.operator_identity_namespaces))
+            extra_suffixes=suffixes,
+            identity_namespaces=tuple(listed(settings.operator_identity_namespaces)),
+            identity_subscriptions=tuple(s.lower() for s in listed(settings.operator_identity_subscriptions)),
         )
 
     def host_findings(self, spec: Spec) -> list[ScopeFinding]:
@@ -112,8 +129,41 @@ class CredentialScope:
         where = f"not in {namespace!r}" if namespace else "and the manifest names no namespace"
         return (
             f"the installer allows that only in the namespaces listed in "
-            f"FEDERATOR_OPERATOR_IDENTITY_NAMESPACES ({allowed}), {where}"
+            f"FEDERATOR_OPERATOR_IDENTITY_NAMESPACES ({allowed}), {where} ({NAMESPACES_VALUE})"
         )
+
+    def arm_refusal(self, namespace: str | None, subscription_id: str) -> str | None:
+        """Why ARM work of a resource in ``namespace`` may not act on ``subscription_id`` as the operator
+        (None: it may). Subscriptions narrow the namespaces, never widen them."""
+        outside = self.identity_refusal(namespace)
+        if outside is not None:
+            return outside
+        if (
+            self.local
+            or not self.identity_subscriptions
+            or subscription_id.lower() in self.identity_subscriptions
+        ):
+            return None
+        return (
+            "the installer allows that only on the subscriptions listed in "
+            f"FEDERATOR_OPERATOR_IDENTITY_SUBSCRIPTIONS ({', '.join(self.identity_subscriptions)}), "
+            f"not on {subscription_id} ({SUBSCRIPTIONS_VALUE})"
+        )
+
+    def arm_findings(self, spec: Spec, namespace: str | None) -> list[ScopeFinding]:
+        """The ARM credentials of ``spec`` (a mirror's members, a group's DNS zone) that would sign in as
+        the operator where the installer does not allow it: each such resource is Stalled."""
+        return [
+            ScopeFinding(
+                f"{path}.workloadIdentity",
+                OPERATOR_IDENTITY_NOT_ALLOWED,
+                f"Azure Resource Manager work would sign in as the operator, and {refusal}: {stalled} "
+                f"(OperatorIdentityNotAllowed); {BRING_YOUR_OWN_ARM}",
+            )
+            for path, credential, subscription_id, stalled in arm_credentials(spec)
+            if credential.workload_identity is not None
+            and (refusal := self.arm_refusal(namespace, subscription_id)) is not None
+        ]
 
     def identity_findings(self, spec: Spec, namespace: str | None) -> list[ScopeFinding]:
         """The connections of ``spec`` the operator would sign in to with its own identity, where the
@@ -157,6 +207,38 @@ class CredentialScope:
             yield ScopeFinding(
                 f"{site.field_path}.workloadIdentity.{field}", ENDPOINT_HOST_NOT_ALLOWED, refusal
             )
+
+
+def cross_namespace_accounts(spec: Spec, namespace: str | None) -> list[ScopeFinding]:
+    """The ARM credentials of ``spec`` naming a ServiceAccount of another namespace than ``namespace``
+    (None: the manifest names none, so any namespace written is a guess): the operator refuses each."""
+    where = f"the resource's ({namespace!r})" if namespace else "the one the manifest is applied in"
+    return [
+        ScopeFinding(
+            f"{path}.serviceAccount.namespace",
+            CROSS_NAMESPACE_SERVICE_ACCOUNT,
+            f"Federator signs in only as a ServiceAccount of the resource's own namespace, and "
+            f"{account.namespace!r} is not {where}: {stalled} (CrossNamespaceServiceAccount); drop namespace",
+        )
+        for path, credential, _, stalled in arm_credentials(spec)
+        if (account := credential.service_account) is not None
+        and account.namespace is not None
+        and account.namespace != namespace
+    ]
+
+
+def arm_credentials(spec: Spec) -> Iterator[tuple[str, ArmCredential, str, str]]:
+    """(field path, credential, subscription ID, what a refusal stalls) of each ARM credential in ``spec``."""
+    if isinstance(spec, ServiceBusMirrorSpec):
+        for i, member in enumerate(spec.members):
+            arm = member.management.arm if member.management is not None else None
+            if arm is not None:
+                path = f"spec.members[{i}].management.arm.credential"
+                yield path, arm.credential, arm.subscription_id, f"member {member.name} is not provisioned"
+    elif isinstance(spec, FailoverGroupSpec) and spec.publishing.dns is not None:
+        zone = spec.publishing.dns.zone
+        path = "spec.publishing.dns.zone.credential"
+        yield path, zone.credential, zone.subscription_id, "no DNS record is written"
 
 
 def _under(host: str, suffixes: tuple[str, ...]) -> bool:
