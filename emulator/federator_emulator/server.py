@@ -46,6 +46,7 @@ from federator_emulator.identity.tokens import WORKLOAD_ISSUER
 from federator_emulator.mgmt.dns import DnsStore
 from federator_emulator.mgmt.server import ManagementServer, client_host
 from federator_emulator.outages import OutageFile
+from federator_emulator.ports import hold as hold_port
 from federator_emulator.saskeys import with_key_values
 from federator_emulator.state.journal import FileJournal, Journal, NullJournal, Record, read_journal
 from federator_emulator.state.namespace import NamespaceState
@@ -151,7 +152,7 @@ class Emulator:
         self._container.selectable(self._injector)
         self._acceptors: dict[str, SaslAcceptor] = {}
         self._brokers: dict[str, Broker] = {}
-        self._down: set[str] = set()  # namespaces in an outage (reactor thread)
+        self._down: dict[str, socket.socket] = {}  # namespaces in an outage: their held AMQP ports
         self._journals: list[Journal] = []
         self._timer: Task | None = None
         self._next_expiry_check = 0.0
@@ -241,6 +242,8 @@ class Emulator:
         for acceptor in self._acceptors.values():
             acceptor.close()
             acceptor.socket.close()
+        for held in self._down.values():
+            held.close()
         for journal in self._journals:
             journal.close()
         for fd in self._injector.pipe:
@@ -276,14 +279,14 @@ class Emulator:
         """Close the namespace's AMQP port and its connections, or listen on that port again (reactor
         thread). Its state stays: what was sent before the outage is there after it."""
         acceptor = self._acceptors[namespace]
+        host = self.namespaces[namespace].config.host
         if down and namespace not in self._down:
-            self._down.add(namespace)
             acceptor.close()
             acceptor.socket.close()
+            self._down[namespace] = hold_port(host, acceptor.port)
             _drop(self._brokers[namespace])
         elif not down and namespace in self._down:
-            self._down.discard(namespace)
-            host = self.namespaces[namespace].config.host
+            self._down.pop(namespace).close()
             guard = Guard(self._brokers[namespace])
             self._acceptors[namespace] = SaslAcceptor(self._container, host, acceptor.port, guard)
 

@@ -83,6 +83,30 @@ def test_an_outage_refuses_one_namespace_while_the_others_serve(emulator_factory
     assert events_held(emulator, east) == 2  # what it held before the outage, and the send after it
 
 
+def taken(port: int) -> bool:
+    """Whether another process could be given the port now, as the kernel hands out ephemeral ports (a
+    namespace's are such): a plain bind, without SO_REUSEADDR."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_a_namespace_down_keeps_its_ports_so_it_comes_back_on_them(emulator_factory: EmulatorFactory) -> None:
+    emulator = emulator_factory(CONFIG)
+    east = emulator.namespace("east")
+    emulator.set_outage("east", True)
+
+    for port in (east.amqp_port, east.https_port):
+        assert refuses(port), port  # as an outage looks to clients
+        assert not taken(port), f"port {port} could be handed to another process during the outage"
+
+    emulator.set_outage("east", False)
+    assert sends(emulator.connection_string("east"))
+
+
 def test_taking_down_a_namespace_the_config_lacks_names_the_ones_it_has(
     emulator_factory: EmulatorFactory,
 ) -> None:

@@ -62,6 +62,37 @@ def test_several_groups_need_a_name_and_the_name_must_be_there(tmp_path: Path) -
     assert find_group(files, "billing", kill=False).name == "billing"
 
 
+FOLLOWER = """
+apiVersion: federator.io/v1alpha1
+kind: ReplicationTask
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  source: {{serviceBus: {{connection: {{failoverGroupRef: {{name: {group}}}}}, queueName: orders}}}}
+  targets: [{{name: copy, eventHub: {{connection: {{emulator: {{namespace: archive}}}}, eventHubName: a}}}}]
+"""
+
+
+def test_the_drill_waits_for_the_tasks_whose_source_follows_the_group_in_its_namespace(
+    tmp_path: Path,
+) -> None:
+    files = [
+        manifest(tmp_path, group("orders"), group("billing")),
+        tmp_path / "tasks.yaml",
+    ]
+    files[1].write_text(
+        "---".join(
+            FOLLOWER.format(name=name, namespace=namespace, group=followed)
+            for name, namespace, followed in [
+                ("archive", "default", "orders"),
+                ("elsewhere", "other", "orders"),  # another namespace's group of that name
+                ("billing-archive", "default", "billing"),
+                ("audit", "default", "orders"),
+            ]
+        )
+    )
+    assert find_group(files, "orders", kill=False).followers == ("archive", "audit")
+
+
 def test_an_invalid_group_is_refused_with_its_problem(tmp_path: Path) -> None:
     files = [manifest(tmp_path, group(mode="sometimes"))]
     assert "the FailoverGroup is not valid" in refusal(files) and "mode" in refusal(files)

@@ -10,7 +10,7 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from federator_spark.connections import Connection
-from federator_spark.sources.servicebus import SourceDriver
+from federator_spark.sources.servicebus_driver import SourceDriver
 from federator_spark.sources.servicebus_settings import SourceSettings
 
 

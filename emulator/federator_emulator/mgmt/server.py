@@ -29,6 +29,7 @@ from federator_emulator.mgmt.atom import AtomApi, unrouted_as_atom
 from federator_emulator.mgmt.authorization import Authorizer
 from federator_emulator.mgmt.common import Backend, Submitter
 from federator_emulator.mgmt.dns import DnsApi, DnsStore
+from federator_emulator.ports import hold as hold_port
 from federator_emulator.state.namespace import NamespaceState
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,10 @@ _SHUTDOWN_SECONDS = 1.0
 def client_host(bind_host: str) -> str:
     """The SDKs need a name they can connect to; a wildcard bind is reached over loopback."""
     return "localhost" if bind_host in (*_WILDCARDS, "127.0.0.1") else bind_host
+
+
+def _listening(sock: socket.socket) -> bool:
+    return sock.fileno() != -1 and bool(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -150,7 +155,8 @@ class ManagementServer:
             sock = sockets.get(name)
             if sock is None:
                 continue
-            if sock.fileno() == -1:
+            if not _listening(sock):  # held through an outage
+                sock.close()
                 sock = sockets[name] = _bind(self._hosts[name], ports[name])
             found.append(sock)
         return found
@@ -169,9 +175,14 @@ class ManagementServer:
         asyncio.run_coroutine_threadsafe(apply(), self._loop).result(timeout)
 
     def _close(self, name: str) -> None:
-        """Stop listening on the namespace's ports and abort its open connections."""
+        """Stop listening on the namespace's ports (held, so that they are its own again after the
+        outage) and abort its open connections."""
         for listener in self._servers.pop(name, []):
             listener.close()
+        for sockets, ports_of in ((self._sockets, self.ports), (self._extra_sockets, self.amqps_ports)):
+            if name in sockets:
+                sockets[name].close()
+                sockets[name] = hold_port(self._hosts[name], ports_of[name])
         # A TLS close waits for the client's close_notify, which pooled client connections never send;
         # abort them so no socket outlives the loop.
         http = self._runners[name].server

@@ -33,11 +33,11 @@ class GroupFiles:
 
     def endpoints(self) -> dict[str, Any] | None:
         """What the group publishes (None until it has)."""
-        return _json(self.endpoints_file)
+        return read_json(self.endpoints_file)
 
     def status(self) -> FailoverGroupStatus | None:
         """The group's status, as the operator would write it (None before its first round)."""
-        found = _json(self.state.group_dir(self.namespace, self.name) / "status.json")
+        found = read_json(self.state.group_dir(self.namespace, self.name) / "status.json")
         return FailoverGroupStatus.model_validate(found) if found is not None else None
 
     def switches_to(self, member: str, after: float) -> list[SwitchRecord]:
@@ -156,7 +156,8 @@ def percentiles(values: Sequence[float]) -> dict[str, float | None]:
     return {"p50": round(statistics.median(ordered), 3), "p99": round(p99, 3), "n": len(ordered)}
 
 
-def _json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object a run writes (atomically), None until it is there."""
     try:
         found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):  # not written yet, or being replaced

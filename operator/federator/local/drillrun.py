@@ -9,6 +9,7 @@ each phase's time, the followers' time to flow, and what was left behind (events
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -25,9 +26,11 @@ import yaml
 from federator.local.drill import GroupFiles, detection_goal, wait_until
 from federator.local.outage import set_outage
 from federator.local.state import StateDir
+from federator.local.taskobjects import task_status
 from federator.validation import check_object
 from federator.validation.documents import ManifestError, load_documents
 from federator_contract.api.failovergroup import FailoverGroupSpec, FailoverGroupStatus, SwitchRecord
+from federator_contract.api.replicationtask import ReplicationTaskStatus
 
 START_SECONDS = 300.0  # a Spark JVM on a busy 2-core machine
 SWITCH_SECONDS = 120.0
@@ -45,6 +48,8 @@ class DrillGroup:
     namespace: str
     name: str
     spec: FailoverGroupSpec
+    followers: tuple[str, ...] = ()
+    """The ReplicationTasks in the files whose source follows the group (in its namespace)."""
 
 
 def find_group(files: Sequence[Path], name: str | None, kill: bool) -> DrillGroup:
@@ -62,23 +67,43 @@ def find_group(files: Sequence[Path], name: str | None, kill: bool) -> DrillGrou
     group = chosen[0]
     if kill:
         _check_killable(group)
-    return group
+    followers = [f for path in files for f in _followers(path, group.namespace, group.name)]
+    return dataclasses.replace(group, followers=tuple(followers))
 
 
-def _groups(path: Path) -> list[DrillGroup]:
+def _bodies(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The file's documents (label, body)."""
     try:
         documents = list(load_documents(path))
     except ManifestError as err:
         raise DrillRefused(str(err)) from None
+    return [(doc.label, doc.body if isinstance(doc.body, dict) else {}) for doc in documents]
+
+
+def _followers(path: Path, namespace: str, group: str) -> list[str]:
+    """The ReplicationTasks of the file whose source follows FailoverGroup ``namespace/group``."""
     found = []
-    for doc in documents:
-        body = doc.body if isinstance(doc.body, dict) else {}
+    for _, body in _bodies(path):
+        meta = body.get("metadata") or {}
+        if body.get("kind") != "ReplicationTask" or (meta.get("namespace") or "default") != namespace:
+            continue
+        sources = ((body.get("spec") or {}).get("source") or {}).values()
+        connections = [s.get("connection") or {} for s in sources if isinstance(s, dict)]
+        refs = [c.get("failoverGroupRef") or {} for c in connections if isinstance(c, dict)]
+        if any(ref.get("name") == group for ref in refs):
+            found.append(str(meta.get("name")))
+    return found
+
+
+def _groups(path: Path) -> list[DrillGroup]:
+    found = []
+    for label, body in _bodies(path):
         if body.get("kind") != "FailoverGroup":
             continue
         verdict = check_object(body)
         if verdict.admitted is None:
             problems = "; ".join(str(p) for p in verdict.problems)
-            raise DrillRefused(f"{doc.label}: the FailoverGroup is not valid: {problems}")
+            raise DrillRefused(f"{label}: the FailoverGroup is not valid: {problems}")
         meta = verdict.admitted["metadata"]
         spec = FailoverGroupSpec.model_validate(verdict.admitted["spec"])
         found.append(DrillGroup(path, meta.get("namespace") or "default", meta["name"], spec))
@@ -198,18 +223,43 @@ class Drill:
         return wait_until(checked, what, timeout)
 
     def ready(self) -> None:
-        """Waits until the group chose its members and is healthy enough; refused with the reason when it
-        does not become so within three probe periods."""
+        """Waits until the group chose its members, its followers flow on the primary (their Spark
+        applications started: a switch is timed from a running follower) and it is healthy enough; refused
+        with the reason when the followers do not start in time or the group does not become healthy within
+        three probe periods."""
         self.wait(
             lambda: (status := self.files.status()) and status.phase,
             "the group chose no members",
             START_SECONDS,
         )
+        self._followers_flowing()
         period = self.group.spec.probe.period_seconds
         try:
             self.wait(lambda: not_ready(self.files.status(), self.group.spec) is None, "", 3 * period + 1)
         except TimeoutError:
             raise DrillRefused(str(not_ready(self.files.status(), self.group.spec))) from None
+
+    def _followers_flowing(self) -> None:
+        """Waits until every follower's source reads the primary; refused with their logs if they do not."""
+        primary, state, namespace = (
+            self.group.spec.primary_member,
+            StateDir(self.run.state),
+            self.group.namespace,
+        )
+        waiting = list(self.group.followers)
+
+        def all_flowing() -> bool:
+            waiting[:] = [task for task in waiting if flowing_on(state, namespace, task) != primary]
+            return not waiting
+
+        try:
+            self.wait(all_flowing, "", START_SECONDS)
+        except TimeoutError:
+            logs = ", ".join(str(state.app_log(namespace, task)) for task in waiting)
+            raise DrillRefused(
+                f"not flowing on member {primary} {START_SECONDS:.0f}s after the start: {', '.join(waiting)} "
+                f"(see {logs})"
+            ) from None
 
     def request(self, member: str) -> list[SwitchRecord]:
         """A planned request for ``member``; the group's records of the switch once they are complete."""
@@ -261,6 +311,11 @@ class Drill:
                 spec["activeMember"], spec["switchRequest"] = member, token
                 spec.setdefault("switching", {})["planned"] = True
         self.copy.write_text(yaml.safe_dump_all(documents, sort_keys=False), encoding="utf-8")
+
+
+def flowing_on(state: StateDir, namespace: str, task: str) -> str | None:
+    """The member a following task's source reads, once a batch ended there (None: none yet)."""
+    return ReplicationTaskStatus.model_validate(task_status(state, namespace, task)).active_source_member
 
 
 def member_healthy(status: FailoverGroupStatus | None, member: str) -> bool:
