@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +135,20 @@ def start_app(
 ) -> subprocess.Popen[bytes]:
     """``replicate.py`` in a session of its own (kill its process group to crash it whole); Spark's and
     Python's temporary files under ``log``'s folder."""
+    argv = [str(REPLICATE), "--task-config", str(config_path), "--master", master, *extra]
+    return start_driver(argv, log, env)
+
+
+def start_host(task_dir: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """A shared driver (``federator_spark.host``, ``local[2]``) running the task configs of ``task_dir``,
+    in a session of its own like ``start_app``'s."""
+    argv = ["-m", "federator_spark.host", "--task-dir", str(task_dir), "--master", "local[2]", *extra]
+    return start_driver(argv, log)
+
+
+def start_driver(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """This interpreter running ``argv`` as a Spark driver in a session of its own, its output appended
+    to ``log``, Spark's and Python's temporary files under ``log``'s folder."""
     temporary = log.parent / "tmp"
     temporary.mkdir(exist_ok=True)
     environment = {
@@ -148,20 +164,43 @@ def start_app(
     }
     with log.open("ab") as output:
         return subprocess.Popen(
-            [
-                sys.executable,
-                str(REPLICATE),
-                "--task-config",
-                str(config_path),
-                "--master",
-                master,
-                *extra,
-            ],
+            [sys.executable, *argv],
             stdout=output,
             stderr=subprocess.STDOUT,
             env=environment,
             start_new_session=True,
         )
+
+
+def kill_session(leader: subprocess.Popen[bytes]) -> None:
+    """SIGKILL every process of ``leader``'s session, as a pod dies: the driver and its JVM (the leader's
+    process group) and PySpark's daemon with its workers (a group of their own in the session); returns
+    once none is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(leader.pid, signal.SIGKILL)  # the JVM at once: nothing commits after this
+    deadline = time.monotonic() + 30
+    while members := session_members(leader.pid):
+        assert time.monotonic() < deadline, f"processes of the session left: {members}"
+        for pid in members:  # again if a daemon forked meanwhile
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if leader.poll() is None:
+            leader.wait()
+        time.sleep(0.1)
+
+
+def session_members(session: int) -> list[int]:
+    """The live (not zombie) processes of a session, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue  # gone meanwhile
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields and fields[0] != "Z" and int(fields[3]) == session:
+            members.append(int(entry.name))
+    return members
 
 
 def run_app_to_end(config_path: Path, log: Path, *extra: str, timeout: float = 240) -> int:
