@@ -17,12 +17,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from federator_spark import logs, metrics, pipeline, spark_settings
+from federator_spark.companions import Companions
 from federator_spark.config import load_task_config
-from federator_spark.lag import LagMonitor
-from federator_spark.pipeline import TaskPlan
-from federator_spark.sources.eventhubs_settings import HubSourceSettings
 from federator_spark.translation.planning import translation_plan
-from federator_spark.translation.translator import Translator
 
 logger = logging.getLogger("federator.replicate")
 
@@ -81,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         builder = builder.master(args.master).config("spark.ui.enabled", "false")
     spark = builder.getOrCreate()
     _quiet_accumulator_hangups(spark)
-    server = monitor = translator = None
+    server = companions = None
     try:
         if config.metrics_port:  # the application's, not the task's
             server = metrics.serve(
@@ -90,18 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         if not stopper.requested.is_set():
             query = pipeline.start(spark, task, available_now=args.available_now)
             stopper.started(query)
-            monitor = lag_monitor(task)
-            translator = Translator(translation) if translation is not None else None
-            for worker in (monitor, translator):
-                if worker is not None:
-                    worker.start()
+            companions = Companions.of(task, translation)
+            companions.start()
             query.awaitTermination()
     finally:
         stopper.wait()
-        if translator is not None:  # once more: the app stops, its FailoverGroup may be switching
-            translator.stop(final=True)
-        if monitor is not None:
-            monitor.stop()
+        if companions is not None:  # the translator once more: its FailoverGroup may be switching
+            companions.stop(final=True)
         if server is not None:
             server.shutdown()
         spark.stop()
@@ -124,14 +116,3 @@ def _quiet_accumulator_hangups(spark: SparkSession) -> None:
             print_traceback(request, client_address)
 
     server.handle_error = handle_error
-
-
-def lag_monitor(task: TaskPlan) -> LagMonitor | None:
-    """Event Hubs sources: lag per partition beside the status file (Service Bus has no partitions)."""
-    source = task.source
-    if not isinstance(source, HubSourceSettings):
-        return None
-    layout = task.layout
-    return LagMonitor(
-        source.connection, source.event_hub, source.consumer_group, layout.query_dir, layout.status_file
-    )

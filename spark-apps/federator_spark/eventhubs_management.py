@@ -4,8 +4,8 @@ The SDK's ``get_partition_ids`` and ``get_partition_properties`` open a connecti
 a management link for every call, and its handshake loop sleeps 50 ms per frame: about 0.35 s per
 call, so a trigger that asks for four partitions' tails spent ~1.5 s before reading anything.
 :class:`HubManagement` keeps one management client open and sends READ requests on it (a few ms
-each). That client comes from the SDK's transport internals; if they change (or a request fails)
-the public call answers instead: slower, never wrong.
+each). That client comes from the SDK's transport internals; if they change (or a request fails,
+unless the caller would rather ask again itself) the public call answers instead: slower, never wrong.
 """
 
 from __future__ import annotations
@@ -27,10 +27,16 @@ _OPEN_TIMEOUT_SECONDS = 30.0
 
 class HubManagement:
     """Management reads for one event hub through ``client`` (a producer or consumer client, which
-    stays owned by the caller). Not thread-safe: one caller at a time."""
+    stays owned by the caller). Not thread-safe: one caller at a time.
 
-    def __init__(self, client: Any) -> None:
+    ``sdk_retry``: a read that fails on the kept link is asked again through the SDK's call (which
+    opens a connection of its own, retried with backoff, and leaves its socket open if that connection
+    breaks). False: the failure is the caller's and the next read opens a new link; for a caller that
+    asks again soon anyway (the lag monitor), so that an outage neither holds it up nor leaks sockets."""
+
+    def __init__(self, client: Any, *, sdk_retry: bool = True) -> None:
         self._client = client
+        self._sdk_retry = sdk_retry
         self._mgmt: Any = None
         self._auth: Any = None
         self._fast = True
@@ -79,8 +85,10 @@ class HubManagement:
                 self._fast = False
                 self.close()
             except Exception as error:  # the link broke or the service refused: reconnect next time
-                logger.info("management read of %s failed (%r); retrying via the SDK", what, error)
                 self.close()
+                if not self._sdk_retry:
+                    raise
+                logger.info("management read of %s failed (%r); retrying via the SDK", what, error)
         return sdk()
 
     def _read(self, partition: str | None) -> Any:
@@ -98,8 +106,8 @@ class HubManagement:
         if self._mgmt is None:
             self._auth = client._create_auth()
             mgmt = transport.create_mgmt_client(client._address, mgmt_auth=self._auth, config=client._config)
+            self._mgmt = mgmt  # before it opens: an open that fails half way is closed too
             mgmt.open()
-            self._mgmt = mgmt
             # The management link may only attach once the CBS token is in place.
             deadline = time.monotonic() + _OPEN_TIMEOUT_SECONDS
             while not mgmt.client_ready():
@@ -124,12 +132,30 @@ class HubManagement:
         return response.value
 
     def close(self) -> None:
+        """Close the management client and, whatever state it is in, its connection's socket: once a
+        read or write on a connection has failed, the SDK (pyamqp, azure-eventhub 5.15) marks it ended
+        without closing its transport, and the socket is left to the garbage collector."""
         mgmt, self._mgmt = self._mgmt, None
-        if mgmt is not None:
-            try:
-                mgmt.close()
-            except Exception as error:  # closing a broken link must not hide why it broke
-                logger.debug("closing the management client: %r", error)
+        if mgmt is None:
+            return
+        connection = getattr(mgmt, "_connection", None)  # the client forgets it as it closes
+        try:
+            mgmt.close()
+        except Exception as error:  # closing a broken link must not hide why it broke
+            logger.debug("closing the management client: %r", error)
+        finally:
+            _close_transport(connection)
+
+
+def _close_transport(connection: Any) -> None:
+    """Close a pyamqp connection's socket (closing it twice is harmless: the transport forgets it)."""
+    transport = getattr(connection, "_transport", None)
+    if transport is None:
+        return
+    try:
+        transport.close()
+    except Exception as error:  # the socket is gone either way
+        logger.debug("closing the management connection's socket: %r", error)
 
 
 def _epoch(milliseconds: int | None) -> float | None:

@@ -12,10 +12,13 @@ decides, this module acts): a config that appears (a file in a ``--task-dir``, a
 ``--task-configmaps``, watched through the API server) starts its task, one that changes restarts only
 that task's query, one that goes stops only that query; the JVM goes on. A query that fails logs
 `task <ns>/<name> failed: <error>` and starts again after a backoff of its own (2 s doubling up to 5 min);
-the others keep running. Each query's jobs run in a scheduler pool of its own (named after the task) when
-the application schedules FAIR, its default, so that a task catching up a backlog does not hold the
-others' batches back. One status endpoint per metrics port (``federator_spark.status_server``) serves the
-tasks of that port and lists the task configs the driver cannot run. SIGTERM stops every query, then Spark.
+the others keep running. Each query has the companions a single-task driver gives it
+(``federator_spark.companions``: the lag monitor of an Event Hubs source, the checkpoint translator of a
+FailoverGroup's follower), started with it and stopped with it without holding up the others' pass.
+Each query's jobs run in a scheduler pool of its own (named after the task) when the application schedules
+FAIR, its default, so that a task catching up a backlog does not hold the others' batches back. One status
+endpoint per metrics port (``federator_spark.status_server``) serves the tasks of that port and lists the
+task configs the driver cannot run. SIGTERM stops every query, then Spark.
 """
 
 from __future__ import annotations
@@ -31,17 +34,19 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from federator_contract import driverstatus as ds
 from federator_contract.applog import failed_marker
 from federator_contract.taskconfig import TaskConfig
-from federator_spark import fleet, logs, pipeline, spark_settings
+from federator_spark import fleet, logs, pipeline, scheduling, spark_settings
+from federator_spark.companions import Companions, Retiring
 from federator_spark.fleet import ConfigReader, Member, Reader, Report, Start, Stop
 from federator_spark.kube_client import ApiAccess, NotInCluster
 from federator_spark.pipeline import TaskPlan
 from federator_spark.status_server import ApplicationServer, InvalidConfig, TaskEntry
+from federator_spark.translation.planning import translation_plan
 
 logger = logging.getLogger("federator.host")
 START_WAIT_SECONDS = 60.0
@@ -61,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     builder = SparkSession.builder.appName("federator-shared")
     if args.master:  # else spark-submit's (a cluster's application)
         builder = builder.master(args.master).config("spark.ui.enabled", "false")
-    builder = builder.config(SCHEDULER_MODE, scheduler_mode(SparkConf()))
+    builder = builder.config(SCHEDULER_MODE, submitted_scheduler_mode())
     spark = spark_settings.configured(builder).getOrCreate()
     host = Host(spark, reader, metrics_port=args.metrics_port)
     signal.signal(signal.SIGTERM, host.stop)
@@ -113,6 +118,14 @@ def _reader(args: argparse.Namespace) -> tuple[Reader, Any]:
     return ConfigMapReader(watch), watch.stop
 
 
+def submitted_scheduler_mode() -> str:
+    """The mode the application was submitted with (the operator writes `scheduling.mode` into its Spark
+    settings), FAIR by default. spark-submit hands its settings to the JVM: a SparkConf made before the
+    gateway to it is up is empty, and FAIR would override a FIFO asked for."""
+    SparkContext._ensure_initialized()
+    return scheduler_mode(SparkConf())
+
+
 def scheduler_mode(conf: SparkConf) -> str:
     """FAIR unless the application's settings say otherwise (``spark.scheduler.mode``: FIFO)."""
     return (conf.get(SCHEDULER_MODE) or "FAIR").upper()
@@ -120,11 +133,13 @@ def scheduler_mode(conf: SparkConf) -> str:
 
 @dataclass
 class Task:
-    """A member's moving parts: its query (None while it waits to start again), its status file once
-    planned, and its last error (None once it runs again)."""
+    """A member's moving parts: its query (None while it waits to start again) and the driver threads
+    that go with it (its lag monitor, its translator), its status file once planned, and its last error
+    (None once it runs again)."""
 
     config: TaskConfig
     query: Any = None
+    companions: Companions | None = None
     status_file: str | None = None
     error: str | None = None
     failures: int = 0
@@ -163,6 +178,7 @@ class Host:
         self.failed = False
         self.stopping = threading.Event()
         self.stoppers: list[threading.Thread] = []
+        self.retiring = Retiring()
         self.starting: tuple[Any, float] | None = None
 
     def run(self, pass_seconds: float = PASS_SECONDS) -> None:
@@ -174,6 +190,7 @@ class Host:
 
     def reconcile(self) -> None:
         """One pass: see which queries ended, read the configs, act on the difference."""
+        self.retiring.pending()  # forgets the companions that have stopped meanwhile
         self._observe()
         members = {
             key: Member(task.config, task.query is not None, task.retry_at)
@@ -207,13 +224,17 @@ class Host:
                 self._stop_later(task.query)
 
     def close(self) -> None:
-        """Once stopped: wait for the queries to end (nothing may call a stopped context), end the
-        metrics endpoints."""
+        """Once stopped: wait for the queries to end (nothing may call a stopped context), then for
+        their companions (the translators once more, after the last batches), end the metrics
+        endpoints."""
         for task in self.tasks.values():
             if task.query is not None and not self.stopping.is_set():
                 self._stop_later(task.query)
         for thread in self.stoppers:
             thread.join()
+        for key, task in self.tasks.items():
+            self._retire(key, task, final=True)  # a FailoverGroup may be switching
+        self.retiring.join()
         self.endpoints.close()
 
     def _observe(self) -> None:
@@ -223,12 +244,13 @@ class Host:
             if not task.query.isActive:
                 error = task.query.exception()
                 task.query = None
+                self._retire(key, task, final=False)
                 self._retry_later(key, task, error or RuntimeError("its query stopped"))
             elif task.failures and task.query.lastProgress is not None:
                 task.failures = 0  # a batch went through: the next failure starts the backoff afresh
 
     def _start(self, key: str, config: TaskConfig) -> None:
-        if self._initialising():
+        if self._initialising() or self.retiring.busy(key):
             return  # the next pass decides again; meanwhile the loop goes on observing and stopping
         task = self.tasks.setdefault(key, Task(config))
         plan = self.plan(task)
@@ -237,11 +259,14 @@ class Host:
             return
         task.status_file = str(plan.layout.status_file)
         try:
+            task.companions = Companions.of(plan, translation_plan(task.config, plan.layout))
             task.query = self._start_query(plan)
         except Exception as err:  # likewise
             self._fail(task, err)
+            self._retire(key, task, final=False)
             self._retry_later(key, task, None)
             return
+        task.companions.start()
         task.error = None
         if self.stopping.is_set():  # the signal came while it started
             self._stop_later(task.query)
@@ -250,12 +275,15 @@ class Host:
     def _start_query(self, plan: TaskPlan) -> Any:
         """Start the query in the task's own scheduler pool: Spark copies the calling thread's local
         properties into the query's thread when ``start()`` creates it, and every job of the query
-        carries them; they are cleared again for whatever this thread does next."""
+        carries them; they are cleared again for whatever this thread does next. Its event hub is read
+        in batches of a bounded size (``federator_spark.scheduling``), so that none holds the slots long."""
         context = self.spark.sparkContext
+        setting = self.spark.conf.get(scheduling.MEMBER_EVENTS_SETTING, None)
+        events = scheduling.member_events_per_trigger(setting)
         if self.pools:
             context.setLocalProperty(POOL_PROPERTY, plan.key)
         try:
-            return pipeline.start(self.spark, plan)
+            return pipeline.start(self.spark, scheduling.bounded(plan, events))
         finally:
             if self.pools:
                 context.setLocalProperty(POOL_PROPERTY, None)  # type: ignore[arg-type]  # None unsets it
@@ -276,6 +304,7 @@ class Host:
         task = self.tasks[key]
         if task.query is not None:
             task.query.stop()  # before a restart: one checkpoint, one query
+        self._retire(key, task, final=True)  # without waiting: the other tasks' pass goes on
         self._publish({k: t for k, t in self.tasks.items() if k != key})  # its endpoint goes first
         del self.tasks[key]
         logger.info("task %s stopped: %s", key, why)
@@ -312,6 +341,12 @@ class Host:
         thread = threading.Thread(target=query.stop, name="federator-stop", daemon=True)
         self.stoppers.append(thread)
         thread.start()
+
+    def _retire(self, key: str, task: Task, *, final: bool) -> None:
+        """Stop the task's companions, if it has any, in a thread of their own."""
+        companions, task.companions = task.companions, None
+        if companions is not None:
+            self.retiring.retire(key, companions, final=final)
 
     def _fail(self, task: Task, err: BaseException) -> None:
         task.error = summary(err)

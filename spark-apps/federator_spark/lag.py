@@ -118,7 +118,7 @@ class LagMonitor:
         self.status_file = status_file
         self.path = status_file.parent / LAG_FILE
         self._client = eventhub_consumer(source, event_hub, consumer_group)
-        self._management = HubManagement(self._client)
+        self._management = HubManagement(self._client, sdk_retry=False)  # the next poll asks again
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="federator-lag", daemon=True)
 
@@ -134,19 +134,31 @@ class LagMonitor:
         return document
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.measure_now()
-            except Exception as error:  # the source is unreachable: the last figures stay, with their time
-                logger.info("lag not measured: %r", error)
-            self._stop.wait(POLL_SECONDS)
+        try:
+            while not self._stop.is_set():
+                try:
+                    self.measure_now()
+                except Exception as error:  # source unreachable: the last figures stay, with their time
+                    logger.info("lag not measured: %r", error)
+                self._stop.wait(POLL_SECONDS)
+        finally:
+            self._close()  # here too: a measurement that outlasts stop()'s wait ends with its connection
 
     def stop(self) -> None:
+        """Stop measuring and close the connections (whether the thread ever started or not)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(POLL_SECONDS + 30)
-        self._management.close()
-        self._client.close()
+        if self._thread.is_alive():
+            logger.warning("the lag monitor of %s is still measuring; it closes when done", self.path)
+            return  # closing under its feet would let it open a connection no one closes
+        self._close()
+
+    def _close(self) -> None:
+        try:
+            self._management.close()
+        finally:
+            self._client.close()
 
 
 def _read_json(path: Path) -> dict[str, Any]:

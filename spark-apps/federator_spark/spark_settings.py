@@ -25,10 +25,10 @@ LOCAL_FILE_SYSTEM = "federator.hadoop.LocalFileSystem"
 # first rows in every batch (bench.spark_floor).
 UNIX_SOCKETS_SETTING = "spark.python.unix.domain.socket.enabled"
 UNIX_SOCKETS_DIR_SETTING = "spark.python.unix.domain.socket.dir"
-# A socket's path holds at most 107 bytes (Linux's sun_path less its NUL); Spark names each socket
-# "<dir>/.<uuid4>.sock", 43 bytes after the directory.
-_SOCKET_PATH_LIMIT = 107
-_SOCKET_NAME_BYTES = 43
+# Spark refuses a socket directory longer than 61 characters (its check of the setting, Spark 4: each
+# socket is "<dir>/.<uuid4>.sock", 43 bytes more, within the 104 bytes a socket's path holds on macOS; Linux
+# allows 107). A longer one failed every query of the application instead of falling back to TCP.
+_SOCKET_DIR_LIMIT = 61
 
 
 def spark_home() -> Path:
@@ -48,7 +48,7 @@ def python_sockets() -> dict[str, str]:
     own in local mode), the JVM's and Python's alike; TCP where that directory's path is too long for a
     socket's."""
     directory = tempfile.gettempdir()
-    if len(os.fsencode(directory)) + _SOCKET_NAME_BYTES > _SOCKET_PATH_LIMIT:
+    if len(os.fsencode(directory)) > _SOCKET_DIR_LIMIT:
         logger.warning(
             "%s is too long a path for Unix domain sockets: Python workers reach the JVM over TCP, which "
             "delays each task's first rows (a shorter TMPDIR avoids it)",

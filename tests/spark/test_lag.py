@@ -4,10 +4,14 @@ a count made independently of the monitor."""
 
 from __future__ import annotations
 
+import gc
 import json
 import time
+import warnings
 
+import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from kube_configmaps import CuttableProxy
 
 from federator_spark.connections import Connection
 from federator_spark.lag import LagMonitor, committed_offsets, measure
@@ -105,3 +109,45 @@ def test_the_monitor_matches_an_independent_count(emulator_factory, tmp_path):
     assert abs(lag["partitions"]["0"]["secondsBehind"] - 0.02) < 1e-3
     assert lag["partitions"]["1"]["secondsBehind"] == 0.0
     assert lag["partitions"]["2"]["secondsBehind"] is None and lag["rpoSeconds"] is None
+
+
+def unclosed_sockets() -> list[str]:
+    """The sockets that were dropped without being closed, as the garbage collector finds them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        gc.collect()
+    return [str(w.message) for w in caught if "unclosed <socket" in str(w.message)]
+
+
+def test_a_monitor_whose_connection_broke_closes_its_socket_and_reconnects_at_its_next_poll(
+    emulator_factory, tmp_path
+):
+    """Once a read or write on a connection has failed, the SDK closes it without closing its socket;
+    the monitor closes the socket itself, when a read fails and when it stops. A failed read is not
+    asked again through the SDK (a connection of its own, retried with backoff): the next poll opens a
+    new link, and during an outage a poll fails at once."""
+    emulator = emulator_factory(CONFIG)
+    direct = emulator.connection_string("src")
+    port = int(direct.split(";")[0].rsplit(":", 1)[1])
+    proxy = CuttableProxy(port)  # the network between the driver and the namespace, which can break
+    connection = Connection(connection_string=direct.replace(f":{port};", f":{proxy.port};"))
+    status = tmp_path / "federator" / "status.json"
+    monitor = LagMonitor(connection, "orders", "$Default", tmp_path / "checkpoint", status)
+    try:
+        assert monitor.measure_now()["eventsBehind"] is None  # nothing replicated yet: no position
+        proxy.cut()  # drops the monitor's connection
+        proxy.restore()
+        with pytest.raises(Exception, match="Can not read frame"):  # this poll's figures are lost
+            monitor.measure_now()
+        assert set(monitor.measure_now()["partitions"]) == {"0", "1", "2"}  # the next poll reconnects
+        assert unclosed_sockets() == []
+        proxy.cut()  # an outage: connections dropped, new ones hung up on as soon as they are accepted
+        for failure in ("Can not read frame", "Failed to initiate the connection"):  # kept link, new one
+            started = time.monotonic()
+            with pytest.raises(Exception, match=failure):
+                monitor.measure_now()
+            assert time.monotonic() - started < 5  # at once: no retries through the SDK (its backoff)
+    finally:
+        monitor.stop()
+        proxy.close()
+    assert unclosed_sockets() == []
