@@ -6,9 +6,10 @@ event hub read with no per-trigger limit reads everything pending in one batch: 
 backlog of 20,000 events held both slots of ``local[2]`` for seconds at a time, and every other member's
 batch waited behind it (``bench.fleet``: quiet members' p99 8-14 s). So a member that sets no
 ``maxEventsPerTrigger`` of its own reads at most ``MEMBER_EVENTS_PER_TRIGGER`` events a batch in a shared
-application: a batch then holds a slot for a fraction of a second, the others' tasks take the slots
-between its batches, and the backlog still moves at most of the application's speed (a batch's fixed
-cost is small beside moving this many events). A task alone in its application reads as before.
+application: a batch then holds a slot for a fraction of a second and the others' tasks take the slots
+between its batches. The price is the backlog's own speed when the machine is saturated: it waits for
+slots between the others' batches too (bench.fleet, nine busy members on two cores: 254 against 887
+events/s). A task alone in its application reads as before.
 
 The application's ``sparkConf`` may change the bound (``spark.federator.member.maxEventsPerTrigger``;
 ``0``: none, as a task alone). docs/sharing.md has the figures.
