@@ -25,9 +25,8 @@ import kmock
 from kmock._internal import rendering
 from typing_extensions import override
 
-from .kube import KubeServer
+from .kube import KubeServer, serving
 from .kubeapi import FaithfulKubernetesEmulator, _error
-from .resources import declare_all
 
 Issuer = Callable[[str, str, int], str]
 """(subject, audience, lifetime in seconds) → a signed token; the subject is
@@ -83,11 +82,5 @@ class TokenIssuingKubernetesEmulator(FaithfulKubernetesEmulator):
 @contextmanager
 def token_issuing_kube(issuer: Issuer) -> Iterator[KubeServer]:
     """A running test API server (as the `kube` fixture's) that answers TokenRequests with `issuer`."""
-    emulator = TokenIssuingKubernetesEmulator(issuer=issuer)
-    declare_all(emulator.resources)
-    server = KubeServer(emulator)
-    server.start()
-    try:
+    with serving(TokenIssuingKubernetesEmulator(issuer=issuer)) as server:
         yield server
-    finally:
-        server.stop()

@@ -7,10 +7,9 @@ from typing import Any
 
 import kopf
 
-from federator import metrics
 from federator.handlers.context import OperatorContext
 from federator.handlers.pacing import observe_every_interval, settled_passes
-from federator.handlers.reporting import report, report_deletion, settle
+from federator.handlers.reporting import report_deletion, reported_pass, settle
 from federator.kube.resources import REPLICATION_APPLICATIONS as APPLICATIONS
 from federator.reconcile.replicationapplication import delete_children, reconcile
 from federator.status.results import Result
@@ -42,9 +41,6 @@ async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
 
 
 async def _reconcile(body: kopf.Body, memo: OperatorContext) -> Result:
-    with metrics.RECONCILE_DURATION.labels(KIND).time():
-        state = memo.objects.of(body)
-        async with state.lock:  # one pass at a time: spec handler and daemon
-            result = await reconcile(memo.reads, memo.settings, dict(body), state.application)
-    report(KIND, body, result)
-    return result
+    return await reported_pass(
+        KIND, body, memo, lambda state: reconcile(memo.reads, memo.settings, dict(body), state.application)
+    )

@@ -6,10 +6,9 @@ from typing import Any
 
 import kopf
 
-from federator import metrics
 from federator.handlers.context import OperatorContext
 from federator.handlers.pacing import observe_every_interval, settled_passes
-from federator.handlers.reporting import report, report_deletion, settle
+from federator.handlers.reporting import report_deletion, reported_pass, settle
 from federator.kube.resources import REPLICATION_TASKS as TASKS
 from federator.reconcile.replicationtask import delete_children, reconcile
 from federator.status.results import Result
@@ -42,11 +41,9 @@ async def remove(body: kopf.Body, memo: OperatorContext, **_: Any) -> None:
 
 
 async def _reconcile(body: kopf.Body, memo: OperatorContext) -> Result:
-    with metrics.RECONCILE_DURATION.labels(KIND).time():
-        state = memo.objects.of(body)
-        # One pass at a time: a daemon's pass beside the create handler's would apply from a copy of the
-        # children not yet updated and report the other pass's apply as drift it corrected.
-        async with state.lock:
-            result = await reconcile(memo.reads, memo.settings, dict(body), memo.source_probes, state.task)
-    report(KIND, body, result)
-    return result
+    return await reported_pass(
+        KIND,
+        body,
+        memo,
+        lambda state: reconcile(memo.reads, memo.settings, dict(body), memo.source_probes, state.task),
+    )

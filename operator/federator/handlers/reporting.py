@@ -3,11 +3,27 @@ conditions as metrics, a blocked pass counted as a reconcile error; and with a d
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import kopf
 
 from federator import metrics, reasons
-from federator.handlers.context import OperatorContext
+from federator.handlers.context import ObjectState, OperatorContext
 from federator.status.results import Result
+
+
+async def reported_pass(
+    kind: str, body: kopf.Body, memo: OperatorContext, run: Callable[[ObjectState], Awaitable[Result]]
+) -> Result:
+    """One pass (`run`, given what the operator keeps about the object), timed and reported. One pass at a
+    time per object: a daemon's pass beside the spec handler's would apply from a copy of the children not
+    yet updated and report the other pass's apply as drift it corrected."""
+    with metrics.RECONCILE_DURATION.labels(kind).time():
+        state = memo.objects.of(body)
+        async with state.lock:
+            result = await run(state)
+    report(kind, body, result)
+    return result
 
 
 def report(kind: str, body: kopf.Body, result: Result) -> None:
