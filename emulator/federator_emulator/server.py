@@ -31,7 +31,6 @@ from proton.reactor import ApplicationEvent, Container, EventInjector
 from federator_contract.emulatorconfig import (
     DEFAULT_KEY_NAME,
     TOKEN_EXCHANGE_AUDIENCE,
-    ArmCoordinates,
     EmulatorConfig,
     NamespaceConfig,
 )
@@ -45,6 +44,7 @@ from federator_emulator.identity.tenant import Tenant
 from federator_emulator.identity.tokens import WORKLOAD_ISSUER
 from federator_emulator.mgmt.dns import DnsStore
 from federator_emulator.mgmt.server import ManagementServer, client_host
+from federator_emulator.namespace_endpoint import NamespaceEndpoint
 from federator_emulator.outages import OutageFile
 from federator_emulator.ports import hold as hold_port
 from federator_emulator.saskeys import with_key_values
@@ -59,58 +59,6 @@ T = TypeVar("T")
 TICK_SECONDS = 0.05
 EXPIRY_CHECK_SECONDS = 1.0  # how often links are checked for an expired token
 _GRACEFUL_STOP_SECONDS = 2.0
-
-
-@dataclass(frozen=True)
-class NamespaceEndpoint:
-    """How clients reach one namespace (what the ready file lists)."""
-
-    name: str
-    host: str
-    amqp_port: int
-    connection_strings: dict[str, str]  # SAS key name -> connection string
-    https_port: int  # the TLS port: HTTPS management, AMQP over TLS and AMQP over WebSockets
-    ca_path: Path  # the CA that issued the TLS certificate (clients' ``connection_verify``)
-    arm: ArmCoordinates  # with ``namespace_name`` filled in
-    amqps_port: int | None = None  # a second TLS port with the same services, if configured
-
-    @property
-    def https_endpoint(self) -> str:
-        """ATOM for this namespace; ARM and DNS for all (same server, see ``mgmt.server``)."""
-        return f"https://{self.host}:{self.https_port}"
-
-    @property
-    def fully_qualified_namespace(self) -> str:
-        """What ``ServiceBusAdministrationClient`` takes: it always prepends ``https://``."""
-        return f"{self.host}:{self.https_port}"
-
-    @property
-    def connection_string(self) -> str:
-        """The connection string of the first configured key."""
-        return next(iter(self.connection_strings.values()))
-
-    @property
-    def custom_endpoint_address(self) -> str:
-        """What the SDKs take as ``custom_endpoint_address`` to reach the TLS port: with TLS they
-        ignore the port in the namespace and would dial Azure's 5671 (or 443 for WebSockets)."""
-        return f"sb://{self.host}:{self.https_port}"
-
-    def ready_entry(self) -> dict[str, Any]:
-        return {
-            "amqpHost": self.host,
-            "amqpPort": self.amqp_port,
-            "connectionStrings": self.connection_strings,
-            "connectionString": self.connection_string,
-            "httpsEndpoint": self.https_endpoint,
-            "armEndpoint": self.https_endpoint,
-            "fullyQualifiedNamespace": self.fully_qualified_namespace,
-            "caCertificatePath": str(self.ca_path),
-            "customEndpointAddress": self.custom_endpoint_address,
-            "amqpsPort": self.amqps_port,
-            "subscriptionId": self.arm.subscription_id,
-            "resourceGroup": self.arm.resource_group,
-            "namespaceName": self.arm.namespace_name,
-        }
 
 
 class _Control(Handler):
