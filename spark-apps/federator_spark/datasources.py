@@ -17,21 +17,28 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
+from federator_spark import worker_exit
 from federator_spark.events import SCHEMA
-from federator_spark.sources.eventhubs import EventHubsStreamReader
 from federator_spark.sources.eventhubs_settings import HubSourceSettings
-from federator_spark.sources.eventhubs_slices import SLICE_COLUMNS, SLICE_SCHEMA, EventHubsSliceReader
 from federator_spark.sources.servicebus_settings import SourceSettings
 
 SliceSource = HubSourceSettings | SourceSettings  # what a task's source reads: an event hub or an entity
 
 if TYPE_CHECKING:
     from federator_spark.plan import WritePlan
+    from federator_spark.sources.eventhubs_slices import EventHubsSliceReader
     from federator_spark.sources.servicebus_slices import ServiceBusSliceReader
 
-# Writers and the Service Bus reader are imported where they are made: Spark starts a Python process
-# for a query's source, which imports this module, and the writers' plans (the task model, editors)
-# would add half a second to the start of every query.
+# Readers and writers are imported where they are made. Spark starts a Python process for a query's
+# source, which imports this module, and the writers' plans (the task model, editors) would add half a
+# second to the start of every query. And the processes that only make a data source and ask its schema
+# (Spark's ``create_data_source`` planner, kept for reuse) would each hold the Event Hubs SDK the readers
+# import, ~9 MB (docs/replication.md, "Memory of one application").
+
+# Spark's planners unpickle these classes in Python workers forked by PySpark's own daemon, whose module is
+# not a setting: importing this module is where the app's code first runs in them, and so where they learn
+# to end quietly when the JVM lets them go (``worker_exit``).
+worker_exit.quiet_if_forked_by_pyspark_daemon()
 
 
 class EventHubsDataSource(DataSource):
@@ -46,6 +53,8 @@ class EventHubsDataSource(DataSource):
         return SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from federator_spark.sources.eventhubs import EventHubsStreamReader
+
         return EventHubsStreamReader(HubSourceSettings.from_options(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
@@ -92,6 +101,7 @@ class ReplicationDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from federator_spark.sinks.replication import ReplicationWriter
+        from federator_spark.sources.eventhubs_slices import SLICE_COLUMNS, SLICE_SCHEMA
 
         if tuple(schema.fieldNames()) != SLICE_COLUMNS:
             raise ValueError(f"the replication writer needs an input of slices ({SLICE_SCHEMA})")
@@ -110,6 +120,8 @@ class SliceDataSource(DataSource):
         return f"federator-slices/{cls.task}"
 
     def schema(self) -> str:
+        from federator_spark.sources.eventhubs_slices import SLICE_SCHEMA
+
         return SLICE_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -121,6 +133,8 @@ def slice_reader(source: SliceSource) -> EventHubsSliceReader | ServiceBusSliceR
         from federator_spark.sources.servicebus_slices import ServiceBusSliceReader
 
         return ServiceBusSliceReader(source)
+    from federator_spark.sources.eventhubs_slices import EventHubsSliceReader
+
     return EventHubsSliceReader(source)
 
 

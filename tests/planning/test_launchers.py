@@ -14,7 +14,7 @@ from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
 from federator.validation.secrets import secret_shape
 from federator_contract.api.replicationtask import ReplicationTaskSpec
-from federator_contract.sparkconf import JIT_OPTIONS
+from federator_contract.sparkconf import JAVA_OPTIONS
 from support.spark_crds import crd_errors, validator
 from support.spark_pods import main_container
 
@@ -80,15 +80,16 @@ def test_secrets_are_referenced_never_inlined(launcher: str) -> None:
 
 
 @pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
-def test_the_apps_jvms_compile_with_the_quick_compiler_unless_the_task_says_otherwise(launcher: str) -> None:
+def test_the_apps_jvms_run_with_the_apps_java_options_unless_the_task_says_otherwise(launcher: str) -> None:
     conf = _rendered(launcher)["spec"]["sparkConf"]
-    assert conf["spark.driver.defaultJavaOptions"] == conf["spark.executor.defaultJavaOptions"] == JIT_OPTIONS
+    driver, executor = conf["spark.driver.defaultJavaOptions"], conf["spark.executor.defaultJavaOptions"]
+    assert driver == executor == JAVA_OPTIONS
 
     own = {"spark.driver.defaultJavaOptions": "-XX:+UseZGC", "spark.executor.extraJavaOptions": "-Dx=1"}
     conf = _rendered(launcher, spark_conf=own)["spec"]["sparkConf"]
     assert conf["spark.driver.defaultJavaOptions"] == "-XX:+UseZGC"
     assert (conf["spark.executor.defaultJavaOptions"], conf["spark.executor.extraJavaOptions"]) == (
-        JIT_OPTIONS,
+        JAVA_OPTIONS,
         "-Dx=1",
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from federator_contract.sparkconf import JIT_OPTIONS
+from federator_contract.sparkconf import JAVA_OPTIONS, JIT_OPTIONS
 
 
 def vm_option(spark: Any, name: str) -> str:
@@ -19,3 +19,9 @@ def vm_option(spark: Any, name: str) -> str:
 def test_the_sessions_jvm_compiles_with_the_quick_compiler_only(spark: Any) -> None:
     assert JIT_OPTIONS == "-XX:TieredStopAtLevel=1"
     assert vm_option(spark, "TieredStopAtLevel") == "1"
+
+
+def test_the_sessions_jvm_keeps_a_compact_heap_with_the_serial_collector(spark: Any) -> None:
+    assert JAVA_OPTIONS.endswith("-XX:+UseSerialGC -Xms32m")
+    assert vm_option(spark, "UseSerialGC") == "true"
+    assert vm_option(spark, "InitialHeapSize") == str(32 * 1024 * 1024)

@@ -5,9 +5,12 @@ imports, so that the workers share those pages with it instead of each keeping a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
+
+import pytest
 
 from federator_contract.sparkconf import APP_SPARK_CONF, WORKER_DAEMON
 from federator_spark import worker_daemon
@@ -19,7 +22,7 @@ worker_daemon.preload()
 print(json.dumps({
     "threads": len(os.listdir("/proc/self/task")),
     "loaded": [name for name in worker_daemon.PRELOADED if name in sys.modules],
-    "pyarrow": "pyarrow" in sys.modules,
+    "threads_named": [open(f"/proc/self/task/{t}/comm").read() for t in os.listdir("/proc/self/task")],
     "frozen": gc.get_freeze_count(),
 }))
 """
@@ -35,11 +38,25 @@ def test_the_daemon_imports_the_workers_modules_and_freezes_them_without_startin
     preloaded = json.loads(run.stdout)
 
     assert preloaded["loaded"] == list(worker_daemon.PRELOADED)
+    assert "pyarrow" in preloaded["loaded"]
     assert preloaded["frozen"] > 10_000  # the modules' objects, skipped by every collection after
     # A fork copies only the thread that forks: a lock another thread held would stay locked in every
-    # worker. pyarrow starts one when imported, so the workers import it themselves.
-    assert preloaded["threads"] == 1
-    assert preloaded["pyarrow"] is False
+    # worker. pyarrow's allocator starts one when pyarrow is imported, unless told not to.
+    assert preloaded["threads"] == 1, preloaded["threads_named"]
+
+
+def test_pyarrow_s_allocator_is_told_to_start_no_thread_after_any_configuration_it_was_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(worker_daemon.ARROW_JEMALLOC_CONF, raising=False)
+    worker_daemon.without_allocator_thread()
+    assert os.environ[worker_daemon.ARROW_JEMALLOC_CONF] == "background_thread:false"
+
+    monkeypatch.setenv(worker_daemon.ARROW_JEMALLOC_CONF, "dirty_decay_ms:1000,background_thread:true")
+    worker_daemon.without_allocator_thread()
+    assert os.environ[worker_daemon.ARROW_JEMALLOC_CONF] == (
+        "dirty_decay_ms:1000,background_thread:true,background_thread:false"  # the last one wins
+    )
 
 
 def test_a_task_runs_in_a_worker_forked_by_it_with_the_modules_already_frozen(spark: Any) -> None:

@@ -75,8 +75,9 @@ class SparkApplicationSettings(FedModel):
     ) = None
     """Extra Spark configuration (no credentials: they would be visible in the Spark application). It
     overrides the app's own defaults: `spark.sql.session.timeZone` UTC, and
-    `spark.driver.defaultJavaOptions` / `spark.executor.defaultJavaOptions` `-XX:TieredStopAtLevel=1`
-    (the JVM's quick compiler only; `extraJavaOptions` add to it)."""
+    `spark.driver.defaultJavaOptions` / `spark.executor.defaultJavaOptions`
+    `-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms32m` (the JVM's quick compiler only, a compact heap;
+    `extraJavaOptions` add to them)."""
 
     @field_validator("spark_conf")
     @classmethod

@@ -1,0 +1,89 @@
+"""A Python worker that the JVM lets go while it waits for its next use ends quietly (issue #41, item 7).
+
+Spark keeps a reused Python worker connected after each use. When its factory has been idle for a minute,
+or the session stops, the JVM closes the socket of every worker waiting there (``PythonWorkerFactory``).
+PySpark's daemon then starts the worker's next use all the same: the worker reads end-of-file, writes an
+error report for a JVM that is gone, and the daemon's final flush fails on the closed socket, which prints
+a ``BrokenPipeError`` traceback (``pyspark/daemon.py``, with ``spark.python.daemon.killWorkerOnFlushFailure``
+on or off) from every idle worker: a traceback in every app's log that is no error at all.
+
+:class:`QuietWhenClosed` wraps the daemon's ``worker`` function, which its loop looks up afresh before each
+use: before a use after the first, it waits for the JVM's first byte as the worker would, and if the JVM
+closed the socket instead, it ends the worker with one debug line. Anything else, a real error included,
+takes PySpark's own path and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from collections.abc import Callable
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+Worker = Callable[[socket.socket, bool], int]
+"""``pyspark.daemon.worker``: serves one use of a forked worker on its socket, returns its exit code."""
+
+CLOSED = 1
+"""Returned for a worker whose socket the JVM closed: PySpark's daemon ends a worker whose use did not return
+0, after draining a socket that is already at its end."""
+
+PYSPARK_DAEMON = "pyspark.daemon"
+
+
+def closed_by_jvm(sock: socket.socket) -> bool:
+    """Whether the JVM closed ``sock`` rather than send a use: blocks, as the worker's first read would,
+    until either happens, and leaves what arrived to be read."""
+    try:
+        return not sock.recv(1, socket.MSG_PEEK)
+    except ConnectionResetError:
+        return True
+
+
+class QuietWhenClosed:
+    """PySpark's daemon's ``worker``, which ends a reused worker quietly when the JVM let it go."""
+
+    def __init__(self, worker: Worker, *, served: bool = False) -> None:
+        self.worker = worker
+        # The first use follows the fork at once (the JVM connected to run it), before PySpark's worker
+        # has set a forked process's signal handlers: it is not waited for here.
+        self.served = served
+
+    def __call__(self, sock: socket.socket, authenticated: bool) -> int:
+        if self.served and closed_by_jvm(sock):
+            logger.debug("the JVM closed this idle Python worker's socket: it ends")
+            return CLOSED
+        self.served = True
+        return self.worker(sock, authenticated)
+
+
+def quiet_daemon(daemon: Any) -> None:
+    """Make the module ``daemon`` (PySpark's ``pyspark.daemon``, loaded but not yet serving) fork workers
+    that end quietly when the JVM lets them go."""
+    if not isinstance(daemon.worker, QuietWhenClosed):
+        daemon.worker = QuietWhenClosed(daemon.worker)
+
+
+def forked_by_pyspark_daemon() -> bool:
+    """Whether this process is a worker forked by PySpark's own daemon (the data source planners' and the
+    sink's commit runner's: their daemon module is not a setting). That daemon runs as the process's
+    ``__main__``; the driver and the task workers (forked by ``worker_daemon``) are not such workers."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", None) == PYSPARK_DAEMON
+
+
+def quiet_this_worker() -> None:
+    """In a worker forked by PySpark's own daemon, while it serves a use: end quietly when the JVM lets it
+    go. The daemon's loop calls its ``worker`` anew for each use, from ``__main__``."""
+    main: Any = sys.modules["__main__"]  # a module whose names its code alone knows
+    if not isinstance(main.worker, QuietWhenClosed):
+        main.worker = QuietWhenClosed(main.worker, served=True)
+
+
+def quiet_if_forked_by_pyspark_daemon() -> None:
+    """Where the app's code first runs in a worker of PySpark's own daemon (a data source's module, or a
+    ``pyspark_*`` module Spark's lookup imports): that worker ends quietly when the JVM lets it go."""
+    if forked_by_pyspark_daemon():
+        quiet_this_worker()
