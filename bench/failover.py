@@ -32,12 +32,18 @@ primary) the primary's namespace is killed under traffic N times (docs/emulator.
 once the geo task copies again and has measured its lag since. Per kill: killed → decided by the
 probes, against the goal of the probe period times the failure threshold, plus 1 s; decided → flowing
 on the secondary; decided → the producers' first send there; the phases the group recorded; what it
-left behind on the primary as the group's status reported it (`status.switches[].eventsLeftBehind`,
-`rpoSeconds`: the geo task's lag as last measured before the switch) and as read back (sent to the
-primary, not in the geo copy while the primary is down; its span: from the newest event copied to the
-newest left behind). Then the primary comes back and the group fails back to it (a planned request,
-counted with the planned switches). A group found off the primary before a kill (its probes timed out on
-a loaded machine) is failed back to first, and counted (`failovers_unasked`).
+left behind on the primary. The group's status has the estimate at the switch
+(`status.switches[].eventsLeftBehind`: the geo task's lag as last measured, counted from what it had
+read; `estimate_age_s`) and, once the primary is back, the count (`eventsLeftBehindConfirmed`,
+`eventsLost`, `confirmedRpoSeconds`): `left_behind_reported` and `lost_reported` are the count. The read-back
+is made the same way: what the geo copy holds is noted while the primary is still down, the primary is
+brought back and read (the events it held, sent before it came back: those whose send failed but were
+stored count too) and, per key (a key keeps its partition on every hub, and the task copies a partition in
+order), those past where the copy stood are left behind; at the end, those the geo copy holds by then were
+copied late (`late_read_back`), the others lost (`lost_read_back`). The span: the worst partition's, from
+its newest event copied to its newest left behind. Then the group fails back to the primary (a planned
+request, counted with the planned switches). A group found off the primary before a kill (its probes
+timed out on a loaded machine) is failed back to first, and counted (`failovers_unasked`).
 
 The last line printed is a JSON summary, with #42's goals (`goals`: each one's value and pass).
 """
@@ -68,6 +74,8 @@ logger = logging.getLogger("bench")
 SWITCH_SECONDS = 120.0
 FLOWING_GOAL = 5.0  # #42: switch decided → replication flowing on the new member, p99
 LAG_POLL_SECONDS = 5.0  # how often a driver measures its lag (federator_spark/lag.py)
+CONFIRM_SECONDS = 60.0  # the geo task's driver measures a source that is back within a second
+READ_BACK_MARGIN = 10.0
 
 
 @dataclass(frozen=True)
@@ -112,13 +120,16 @@ def wait(check: Any, what: str, timeout: float = SWITCH_SECONDS) -> Any:
 
 @dataclass(frozen=True)
 class Forced:
-    """The primary killed under traffic: the switch the probes forced, the group's record of it, and what
-    it left on the primary as read back."""
+    """The primary killed under traffic: the switch the probes forced, the group's record of it (its loss
+    confirmed once the primary came back), and what it left on the primary as read back."""
 
     switch: Switch
     record: SwitchRecord
-    read_back_left: int
-    """Sent to the primary, not in the geo copy while the primary was down."""
+    """As it was before the primary came back: the estimate."""
+    confirmed: SwitchRecord | None
+    """Once the primary answered again (None: not confirmed within the wait)."""
+    read_back: frozenset[tuple[int, int]]
+    """(key, number) of the events the primary held that the geo copy lacked when it came back."""
     read_back_rpo: float | None
     """From the newest event sent to the primary that was copied to the newest left behind (send times)."""
     follower_left: int
@@ -127,8 +138,9 @@ class Forced:
 
 def kill(run: LocalRun, traffic: Traffic, settle: float) -> Forced:
     """Take the primary's namespace down under traffic (once `copied`); wait until the probes fail the
-    group over to the secondary, replication flows there and the producers send there; then read back
-    what the geo copy lacks, while the primary is still down."""
+    group over to the secondary, replication flows there and the producers send there; note what the
+    geo copy holds while the primary is still down, bring the primary back, and read back what it held
+    that the copy lacked, beside the group's confirmed count of the same."""
     producer, archive, geo = traffic.producer, traffic.archive, traffic.geo
     assert geo is not None
     starts_before = len(producer.first_send["secondary"])
@@ -145,24 +157,110 @@ def kill(run: LocalRun, traffic: Traffic, settle: float) -> Forced:
     time.sleep(settle)
     geo.settle(quiet=2.0)
     record = wait(lambda: run.group.switch_to("secondary", killed), "the failover's record is gone")
-    left, rpo = geo_left(producer.sent, geo.events, killed)
-    return Forced(moved, record, left, rpo, left_behind(producer.sent, archive.events, [moved])[0])
-
-
-def geo_left(sent: Sequence[Sent], copies: Sequence[Archived], killed: float) -> tuple[int, float | None]:
-    """What the geo copy lacks of the events sent to the primary before ``killed``, and their span."""
-    copied = {(c.key, c.number) for c in copies}
-    before = [s for s in sent if s.member == MEMBERS[0] and s.at < killed]
-    missing = [s.at for s in before if (s.key, s.number) not in copied]
-    if not missing:
-        return 0, None
-    newest_copied = max((s.at for s in before if (s.key, s.number) in copied), default=min(missing))
-    return len(missing), round(max(0.0, max(missing) - newest_copied), 3)
-
-
-def revive(run: LocalRun, traffic: Traffic, number: int) -> Switch:
-    """The primary back, then the failback to it: a deliberate (planned) request, as in a cluster."""
+    copied = reached(list(geo.events))  # where the copy stood before the primary came back
+    revived = time.time()
     set_outage(StateDir(run.state), "primary", False)
+    confirmed = _confirmed(run, killed)
+    held, partitions = primary_held(run, _read_from(producer.sent, copied, killed))
+    left = left_on_primary(held, copied, revived)
+    rpo = geo_rpo(producer.sent, left, killed, partitions)
+    archived_left = left_behind(producer.sent, archive.events, [moved])[0]
+    _copied_late(geo, left)
+    return Forced(moved, record, confirmed, left, rpo, archived_left)
+
+
+def _confirmed(run: LocalRun, killed: float) -> SwitchRecord | None:
+    """The failover's record once its loss is confirmed (the geo task measured the primary again)."""
+
+    def check() -> SwitchRecord | None:
+        found = run.group.switch_to("secondary", killed)
+        return found if found is not None and found.events_left_behind_confirmed is not None else None
+
+    try:
+        found: SwitchRecord = wait(check, "the failover's loss was not confirmed", CONFIRM_SECONDS)
+        return found
+    except TimeoutError:
+        logger.warning("the loss of the failover after %.0f was not confirmed", killed)
+        return run.group.switch_to("secondary", killed)
+
+
+def _copied_late(geo: Reader, left: frozenset[tuple[int, int]]) -> None:
+    """Until the geo copy holds what was left behind (the task copies it once the primary is back); what
+    it never gets counts as lost at the end."""
+    try:
+        wait(lambda: left <= {(c.key, c.number) for c in list(geo.events)}, "", CONFIRM_SECONDS)
+    except TimeoutError:
+        logger.warning(
+            "the geo copy lacks events left behind %.0f s after the primary came back", CONFIRM_SECONDS
+        )
+
+
+def reached(copies: Sequence[Archived]) -> dict[int, int]:
+    """Per key, the highest number the geo copy holds: a key keeps its partition on every hub and the
+    task copies a partition in order, so this is where the copy stands in that key."""
+    found: dict[int, int] = {}
+    for copy in copies:
+        found[copy.key] = max(copy.number, found.get(copy.key, -1))
+    return found
+
+
+def _beyond(key: int, number: int, copied: dict[int, int]) -> bool:
+    return number > copied.get(key, -1)
+
+
+def _read_from(sent: Sequence[Sent], copied: dict[int, int], killed: float) -> float:
+    """Where reading the primary back may start: before the oldest event sent to it past where the copy
+    stands (with a margin for events whose send failed but were stored), or shortly before the kill."""
+    missing = [s.at for s in sent if s.member == MEMBERS[0] and _beyond(s.key, s.number, copied)]
+    return min([*missing, killed - READ_BACK_MARGIN]) - READ_BACK_MARGIN
+
+
+def primary_held(run: LocalRun, since: float) -> tuple[list[Archived], int]:
+    """The primary's events enqueued since ``since``, read once it is back, to its end; and how many
+    partitions it has."""
+    reader = Reader(run, MEMBERS[0], "orders", since=since)
+    thread = threading.Thread(target=reader.loop, daemon=True)
+    thread.start()
+    try:
+        wait(lambda: reader.read_to_end, "the primary could not be read back")
+    finally:
+        reader.stop()
+        thread.join(30)
+    assert reader.partitions is not None
+    return list(reader.events), reader.partitions
+
+
+def left_on_primary(
+    held: Sequence[Archived], copied: dict[int, int], revived: float
+) -> frozenset[tuple[int, int]]:
+    """What the primary held when it came back (sent before then: nothing reaches it while it is down,
+    and producers return only with the failback) past where the geo copy stood: what the switch left
+    behind, counted as the group confirms it (the source's tails against the task's positions). Events
+    whose send failed but were stored count too."""
+    return frozenset(
+        (e.key, e.number) for e in held if e.sent_at < revived and _beyond(e.key, e.number, copied)
+    )
+
+
+def geo_rpo(
+    sent: Sequence[Sent], left: frozenset[tuple[int, int]], killed: float, partitions: int
+) -> float | None:
+    """The worst partition's span from the newest event copied to the newest left behind (send times; key
+    *k* is in partition *k mod partitions*), as the drivers measure it with enqueue times."""
+    spans = []
+    for partition in range(partitions):
+        before = [
+            s for s in sent if s.member == MEMBERS[0] and s.at < killed and s.key % partitions == partition
+        ]
+        missing = [s.at for s in before if (s.key, s.number) in left]
+        if missing:
+            copied = [s.at for s in before if (s.key, s.number) not in left]
+            spans.append(max(0.0, max(missing) - max(copied, default=min(missing))))
+    return round(max(spans), 3) if spans else None
+
+
+def failback(run: LocalRun, traffic: Traffic, number: int) -> Switch:
+    """The failback to the primary once it is back: a deliberate (planned) request, as in a cluster."""
     time.sleep(3 * PROBE_PERIOD)  # its probes pass again before the request
     return switch(run, traffic, number, "primary")
 
@@ -200,8 +298,9 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     first = min(s.requested for s in [*switches, *(f.switch for f in forced)])
     baseline = [e.at - e.sent_at for e in traffic.archive.events if warm <= e.sent_at < first]
     result = summary(args, traffic, switches, baseline, jvms)
-    result["forced"] = {**forced_summary(forced), "failovers_unasked": unasked}
-    result["goals"] = goals(result, forced)
+    copies = {(c.key, c.number) for c in geo.events} if geo is not None else set()
+    result["forced"] = {**forced_summary(forced, copies), "failovers_unasked": unasked}
+    result["goals"] = goals(result)
     return result
 
 
@@ -222,8 +321,9 @@ def forced_switches(
             switches.append(switch(run, traffic, len(switches) + 1, MEMBERS[0]))
             copied(traffic)
         forced.append(kill(run, traffic, args.settle))
-        logger.info("kill %d: %s", len(forced), json.dumps(forced_run(forced[-1])))
-        switches.append(revive(run, traffic, len(switches) + 1))
+        copies = {(c.key, c.number) for c in list(traffic.geo.events)} if traffic.geo else set()
+        logger.info("kill %d: %s", len(forced), json.dumps(forced_run(forced[-1], copies)))
+        switches.append(failback(run, traffic, len(switches) + 1))
         jvms |= run.jvms()
         time.sleep(args.settle)
     return forced, unasked
@@ -278,10 +378,13 @@ def summary(
     }
 
 
-def forced_run(kill_: Forced) -> dict[str, Any]:
+def forced_run(kill_: Forced, copies: set[tuple[int, int]]) -> dict[str, Any]:
     """One kill: killed → decided against its goal, → flowing, → producers; the group's record of the
-    phases; what it left behind on the primary as the status reported it and as read back."""
-    s, record = kill_.switch, kill_.record
+    phases; what it left behind on the primary as the status reported it (the estimate at the switch,
+    and the count once the primary was back) and as read back, and of that what the geo copy holds now
+    (``copies``: copied late) and what it never got."""
+    s, record, confirmed = kill_.switch, kill_.record, kill_.confirmed
+    late = len(kill_.read_back & copies)
     return {
         "detected_s": round(s.decided - s.requested, 3),
         "detection_goal_s": detection_goal(
@@ -294,40 +397,53 @@ def forced_run(kill_: Forced) -> dict[str, Any]:
             "published_s": record.published_seconds,
             "followers_flowing_s": [f.flowing_seconds for f in record.followers],
         },
-        "left_behind_reported": record.events_left_behind,
-        "left_behind_read_back": kill_.read_back_left,
-        "rpo_reported_s": record.rpo_seconds,
+        "left_behind_estimated": record.events_left_behind,
+        "estimate_age_s": _age(record),
+        "left_behind_reported": confirmed.events_left_behind_confirmed if confirmed is not None else None,
+        "left_behind_read_back": len(kill_.read_back),
+        "lost_reported": confirmed.events_lost if confirmed is not None else None,
+        "late_read_back": late,
+        "lost_read_back": len(kill_.read_back) - late,
+        "rpo_estimated_s": record.rpo_seconds,
+        "rpo_reported_s": confirmed.confirmed_rpo_seconds if confirmed is not None else None,
         "rpo_read_back_s": kill_.read_back_rpo,
         "follower_left_behind": kill_.follower_left,
     }
 
 
-def forced_summary(forced: list[Forced]) -> dict[str, Any]:
-    runs = [forced_run(f) for f in forced]
+def _age(record: SwitchRecord) -> float | None:
+    measured = record.left_behind_measured_at
+    return round((record.decided - measured).total_seconds(), 3) if measured is not None else None
+
+
+def forced_summary(forced: list[Forced], copies: set[tuple[int, int]]) -> dict[str, Any]:
+    runs = [forced_run(f, copies) for f in forced]
     return {
         "kills": len(forced),
         "detected_s": percentiles([r["detected_s"] for r in runs]),
         "decided_to_flowing_s": percentiles([r["decided_to_flowing_s"] for r in runs]),
         "decided_to_producers_s": percentiles([r["decided_to_producers_s"] for r in runs]),
-        "left_behind_reported_minus_read_back": [
-            r["left_behind_reported"] - r["left_behind_read_back"]
+        "left_behind_estimated_minus_read_back": [
+            r["left_behind_estimated"] - r["left_behind_read_back"]
             for r in runs
-            if r["left_behind_reported"] is not None
+            if r["left_behind_estimated"] is not None
         ],
         "runs": runs,
     }
 
 
-def goals(result: dict[str, Any], forced: list[Forced]) -> dict[str, dict[str, Any]]:
-    """#42's "Done when", each with the value measured and whether it passed."""
+def goals(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """#42's "Done when", each with the value measured and whether it passed. A forced switch's loss is
+    the count the status reports once the member left is back, against the read-back (lost and late)."""
     runs = result["forced"]["runs"]
     planned_p99 = result["decided_to_flowing_s"]["p99"]
     forced_p99 = result["forced"]["decided_to_flowing_s"]["p99"]
     late = [r["detected_s"] for r in runs if r["detected_s"] > r["detection_goal_s"]]
     unequal = [
-        (r["left_behind_reported"], r["left_behind_read_back"])
+        (r["left_behind_reported"], r["left_behind_read_back"], r["lost_reported"], r["lost_read_back"])
         for r in runs
-        if r["left_behind_reported"] != r["left_behind_read_back"]
+        if (r["left_behind_reported"], r["lost_reported"])
+        != (r["left_behind_read_back"], r["lost_read_back"])
     ]
     found = {
         "planned_decided_to_flowing_p99_s": (

@@ -72,6 +72,8 @@ def _lag(lag: dict[str, Any]) -> dict[str, Any]:
         "secondsBehind": lag.get("secondsBehind"),
         "rpoSeconds": lag.get("rpoSeconds"),
         "worstPartition": lag.get("worstPartition"),
+        "eventsUnread": lag.get("eventsUnread"),
+        "lastOutage": lag.get("lastOutage"),
     }
     partitions = [
         {
@@ -80,6 +82,8 @@ def _lag(lag: dict[str, Any]) -> dict[str, Any]:
             "secondsBehind": entry.get("secondsBehind"),
             "sourceSequence": entry.get("sourceSequence"),
             "replicatedSequence": entry.get("replicatedSequence"),
+            "readSequence": entry.get("readSequence"),
+            "eventsUnread": entry.get("eventsUnread"),
         }
         for partition, entry in sorted((lag.get("partitions") or {}).items(), key=lambda item: int(item[0]))
     ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -23,6 +24,8 @@ from federator_spark.config import load_task_config
 
 BACKOFF_SECONDS = 2.0
 BACKOFF_CAP_SECONDS = 300.0
+PASS_SECONDS = 1.0
+LOOK_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,43 @@ def task_key(config: TaskConfig) -> str:
     return f"{config.namespace}/{config.name}"
 
 
+@dataclass
+class Move:
+    """A following task's query moving to another member of its FailoverGroup, phase by phase (epoch
+    seconds): the group's decision (the config's ``following.switchedAt``, when it says), the pass that
+    saw the new config, the old query stopped, the new one started, its first batch done."""
+
+    member: str
+    decided: float | None
+    seen: float
+    stopped: float | None = None
+    started: float | None = None
+
+    def told(self, first_batch: float, rows: int, batch: str = "first batch done") -> str:
+        """The phases in words, each from the one before: the log line of a move. ``rows``: what Spark
+        counted in the first batch (an event hub's slices, a Service Bus source's messages); ``batch``:
+        what its first trigger did."""
+        phases = [("config seen", self.seen), ("old query stopped", self.stopped)]
+        phases += [("new query started", self.started), (batch, first_batch)]
+        said, last = [], self.decided
+        for name, moment in phases:
+            if moment is None:
+                continue
+            said.append(f"{name} +{moment - last:.2f}s" if last is not None else name)
+            last = moment
+        total = f" ({first_batch - self.decided:.2f}s after the switch)" if self.decided is not None else ""
+        return f"moved to member {self.member}: " + " → ".join(said) + f", {rows} rows{total}"
+
+
+def moving(old: TaskConfig, new: TaskConfig, now: float) -> Move | None:
+    """The move a config change makes: None unless the new config follows another member."""
+    if new.following is None or old.following is None or new.following.member == old.following.member:
+        return None
+    switched = new.following.switched_at
+    decided = datetime.fromisoformat(switched).timestamp() if switched else None
+    return Move(new.following.member, decided, now)
+
+
 def decide(found: Sequence[Found], members: Mapping[str, Member], now: float) -> list[Action]:
     """The actions that bring the members to the configs found: a new task starts; a changed config
     (compared parsed, so a rewrite of the same content changes nothing) stops its query and starts it
@@ -113,6 +153,26 @@ def _desired(
             continue
         desired[key] = item.config
     return desired, reports
+
+
+class Passes:
+    """When the driver reconciles: every ``pass_seconds`` (queries that ended, backoffs that are over), and
+    at once when a look at the configs (every ``look_seconds``: a few stats, or a copy of the watched
+    ConfigMaps) finds them changed since the last pass. A switch of a FailoverGroup's member is a changed
+    config; waiting for the next pass cost a follower up to ``pass_seconds`` before its query moved."""
+
+    def __init__(self, pass_seconds: float = PASS_SECONDS, look_seconds: float = LOOK_SECONDS) -> None:
+        self.pass_seconds = pass_seconds
+        self.look_seconds = min(look_seconds, pass_seconds)
+        self._last: Sequence[Found] | None = None
+        self._next = 0.0
+
+    def due(self, found: Sequence[Found], now: float) -> bool:
+        """Whether a pass is due now for the configs ``found`` (then it counts as made)."""
+        if self._last is not None and now < self._next and list(found) == list(self._last):
+            return False
+        self._last, self._next = list(found), now + self.pass_seconds
+        return True
 
 
 def backoff(failures: int, initial: float = BACKOFF_SECONDS, cap: float = BACKOFF_CAP_SECONDS) -> float:

@@ -44,6 +44,7 @@ from federator_contract.checkpoints import CheckpointLayout
 from federator_contract.checks.names import SOURCE_ID_PROPERTY
 from federator_contract.files import write_atomically
 from federator_contract.taskconfig import TaskConfig
+from federator_spark import metrics
 from federator_spark.commits import CommitLog
 from federator_spark.events import Event, iso
 
@@ -312,6 +313,7 @@ def prepare(plan: FollowPlan) -> str | None:
         if last is not None:
             carried = carry(plan, last["member"])
             _write(carried_path, carried)
+            metrics.begin_stay(str(plan.layout.status_file))  # its next batch is its first there
             logger.info(
                 "following: switched from member %s to %s; %d origin partitions and %d keys handled before "
                 "are skipped; a new checkpoint starts at %s",

@@ -7,18 +7,21 @@ the figures).
     python -m federator_spark.host --master local[2] --task-config a.json --task-dir /etc/federator/tasks
     python -m federator_spark.host --task-configmaps federator.io/application=orders --metrics-port 9464
 
-The driver reconciles its queries with the configs it is given, every second (``federator_spark.fleet``
-decides, this module acts): a config that appears (a file in a ``--task-dir``, a ConfigMap matching
-``--task-configmaps``, watched through the API server) starts its task, one that changes restarts only
-that task's query, one that goes stops only that query; the JVM goes on. A query that fails logs
-`task <ns>/<name> failed: <error>` and starts again after a backoff of its own (2 s doubling up to 5 min);
-the others keep running. Each query has the companions a single-task driver gives it
-(``federator_spark.companions``: the lag monitor of an Event Hubs source, the checkpoint translator of a
-FailoverGroup's follower), started with it and stopped with it without holding up the others' pass.
-Each query's jobs run in a scheduler pool of its own (named after the task) when the application schedules
-FAIR, its default, so that a task catching up a backlog does not hold the others' batches back. One status
-endpoint per metrics port (``federator_spark.status_server``) serves the tasks of that port and lists the
-task configs the driver cannot run. SIGTERM stops every query, then Spark.
+The driver reconciles its queries with the configs it is given, every second and at once when a look at
+them (every 0.1 s) finds one changed (``federator_spark.fleet`` decides, this module acts): a config that
+appears (a file in a ``--task-dir``, a ConfigMap matching ``--task-configmaps``, watched through the API
+server) starts its task, one that changes restarts only that task's query, one that goes stops only that
+query; the JVM goes on. A query that fails logs `task <ns>/<name> failed: <error>` and starts again after a
+backoff of its own (2 s doubling up to 5 min); the others keep running. Each query has the companions a
+single-task driver gives it (``federator_spark.companions``: the lag monitor of an Event Hubs source, the
+checkpoint translator of a FailoverGroup's follower), started with it (once those of its previous query
+have stopped: the query does not wait for them) and stopped with it without holding up the others' pass.
+A follower's move to another member is logged phase by phase once its first trigger there is done
+(`task <ns>/<name> moved to member <m>: config seen +… → old query stopped +… → new query started +… →
+first batch done +…`). Each query's jobs run in a scheduler pool of its own (named after the task) when
+the application schedules FAIR, its default, so that a task catching up a backlog does not hold the
+others' batches back. One status endpoint per metrics port (``federator_spark.status_server``) serves the
+tasks of that port and lists the task configs the driver cannot run. SIGTERM stops every query, then Spark.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -42,7 +46,7 @@ from federator_contract.applog import failed_marker
 from federator_contract.taskconfig import TaskConfig
 from federator_spark import fleet, logs, pipeline, scheduling, spark_settings
 from federator_spark.companions import Companions, Retiring
-from federator_spark.fleet import ConfigReader, Member, Reader, Report, Start, Stop
+from federator_spark.fleet import ConfigReader, Found, Member, Move, Reader, Report, Start, Stop
 from federator_spark.kube_client import ApiAccess, NotInCluster
 from federator_spark.pipeline import TaskPlan
 from federator_spark.status_server import ApplicationServer, InvalidConfig, TaskEntry
@@ -50,7 +54,6 @@ from federator_spark.translation.planning import translation_plan
 
 logger = logging.getLogger("federator.host")
 START_WAIT_SECONDS = 60.0
-PASS_SECONDS = 1.0
 SCHEDULER_MODE = "spark.scheduler.mode"
 POOL_PROPERTY = "spark.scheduler.pool"
 
@@ -134,12 +137,13 @@ def scheduler_mode(conf: SparkConf) -> str:
 @dataclass
 class Task:
     """A member's moving parts: its query (None while it waits to start again) and the driver threads
-    that go with it (its lag monitor, its translator), its status file once planned, and its last error
-    (None once it runs again)."""
+    that go with it (its lag monitor, its translator; started once its previous query's have stopped),
+    its status file once planned, and its last error (None once it runs again)."""
 
     config: TaskConfig
     query: Any = None
     companions: Companions | None = None
+    companions_started: bool = False
     status_file: str | None = None
     error: str | None = None
     failures: int = 0
@@ -180,31 +184,41 @@ class Host:
         self.stoppers: list[threading.Thread] = []
         self.retiring = Retiring()
         self.starting: tuple[Any, float] | None = None
+        self.moves: dict[str, Move] = {}
+        """Following tasks whose query moves to another member, until its first batch there."""
 
-    def run(self, pass_seconds: float = PASS_SECONDS) -> None:
-        """Reconcile every ``pass_seconds`` until stopped."""
+    def run(self, pass_seconds: float = fleet.PASS_SECONDS, look_seconds: float = fleet.LOOK_SECONDS) -> None:
+        """Reconcile every ``pass_seconds``, and at once when a look (every ``look_seconds``) finds the
+        configs changed, until stopped."""
         activate(self.spark)
+        passes = fleet.Passes(pass_seconds, look_seconds)
         while not self.stopping.is_set():
-            self.reconcile()
-            self.stopping.wait(pass_seconds)
+            found = self.reader.read()
+            if passes.due(found, time.monotonic()):
+                self.reconcile(found)
+            self.stopping.wait(passes.look_seconds)
 
-    def reconcile(self) -> None:
-        """One pass: see which queries ended, read the configs, act on the difference."""
+    def reconcile(self, found: list[Found] | None = None) -> None:
+        """One pass: see which queries ended, read the configs (unless given ``found``), act on the
+        difference."""
         self.retiring.pending()  # forgets the companions that have stopped meanwhile
         self._observe()
         members = {
             key: Member(task.config, task.query is not None, task.retry_at)
             for key, task in self.tasks.items()
         }
-        actions = fleet.decide(self.reader.read(), members, time.monotonic())
+        actions = fleet.decide(self.reader.read() if found is None else found, members, time.monotonic())
         self._report([action for action in actions if isinstance(action, Report)])
+        starts = {action.key: action.config for action in actions if isinstance(action, Start)}
         for action in actions:
             if self.stopping.is_set():
                 return
             if isinstance(action, Stop):
-                self._remove(action.key, action.why)
+                self._remove(action.key, action.why, starts.get(action.key))
             elif isinstance(action, Start):
                 self._start(action.key, action.config)
+        for key, task in self.tasks.items():
+            self._start_companions(key, task)
         self._publish(self.tasks)
 
     def plan(self, task: Task) -> TaskPlan | None:
@@ -246,11 +260,29 @@ class Host:
                 task.query = None
                 self._retire(key, task, final=False)
                 self._retry_later(key, task, error or RuntimeError("its query stopped"))
-            elif task.failures and task.query.lastProgress is not None:
+                continue
+            if key in self.moves:
+                first = task.query.recentProgress[:1]  # the first trigger's, however many came since
+                if first:
+                    self._moved(key, first[0])
+            if task.failures and task.query.lastProgress is not None:
                 task.failures = 0  # a batch went through: the next failure starts the backoff afresh
 
+    def _moved(self, key: str, progress: Any) -> None:
+        """Log the phases of the task's move once its query on the new member made its first trigger."""
+        move = self.moves.get(key)
+        if move is None or move.started is None:
+            return
+        del self.moves[key]
+        began = datetime.fromisoformat(str(progress["timestamp"])).timestamp()
+        durations = dict(progress["durationMs"])
+        done = began + durations.get("triggerExecution", 0) / 1000
+        batch = "first batch done" if "addBatch" in durations else "first trigger found nothing new"
+        told = move.told(done, progress["numInputRows"], batch)
+        logger.info("task %s %s; its first trigger took %s ms", key, told, durations)
+
     def _start(self, key: str, config: TaskConfig) -> None:
-        if self._initialising() or self.retiring.busy(key):
+        if self._initialising():
             return  # the next pass decides again; meanwhile the loop goes on observing and stopping
         task = self.tasks.setdefault(key, Task(config))
         plan = self.plan(task)
@@ -266,11 +298,22 @@ class Host:
             self._retire(key, task, final=False)
             self._retry_later(key, task, None)
             return
-        task.companions.start()
+        if key in self.moves:
+            self.moves[key].started = time.time()
+        self._start_companions(key, task)
         task.error = None
         if self.stopping.is_set():  # the signal came while it started
             self._stop_later(task.query)
         self.starting = (task.query, time.monotonic() + START_WAIT_SECONDS)
+
+    def _start_companions(self, key: str, task: Task) -> None:
+        """Once the companions of the task's previous query have stopped (one translator per task's
+        state). The query does not wait for them: the old lag monitor's stop may wait for a measurement
+        against a member that went down, and a follower's move would wait with it."""
+        if task.companions is None or task.companions_started or self.retiring.busy(key):
+            return
+        task.companions.start()
+        task.companions_started = True
 
     def _start_query(self, plan: TaskPlan) -> Any:
         """Start the query in the task's own scheduler pool: Spark copies the calling thread's local
@@ -300,10 +343,18 @@ class Host:
         self.starting = None
         return False
 
-    def _remove(self, key: str, why: str) -> None:
+    def _remove(self, key: str, why: str, restart: TaskConfig | None = None) -> None:
+        """``restart``: the config the task starts again with (a move to another member is timed)."""
         task = self.tasks[key]
+        move = fleet.moving(task.config, restart, time.time()) if restart is not None else None
+        if move is not None:
+            self.moves[key] = move
+        else:
+            self.moves.pop(key, None)
         if task.query is not None:
             task.query.stop()  # before a restart: one checkpoint, one query
+        if move is not None:
+            move.stopped = time.time()
         self._retire(key, task, final=True)  # without waiting: the other tasks' pass goes on
         self._publish({k: t for k, t in self.tasks.items() if k != key})  # its endpoint goes first
         del self.tasks[key]
@@ -345,8 +396,9 @@ class Host:
     def _retire(self, key: str, task: Task, *, final: bool) -> None:
         """Stop the task's companions, if it has any, in a thread of their own."""
         companions, task.companions = task.companions, None
-        if companions is not None:
-            self.retiring.retire(key, companions, final=final)
+        started, task.companions_started = task.companions_started, False
+        if companions is not None:  # never started: nothing to translate once more
+            self.retiring.retire(key, companions, final=final and started)
 
     def _fail(self, task: Task, err: BaseException) -> None:
         task.error = summary(err)

@@ -8,11 +8,21 @@ offsets of Spark's last committed batch), and the source enqueue time of the las
 * **events behind**: last sequence number at the source minus the last one replicated;
 * **seconds behind**: enqueue time of the newest source event minus that of the last replicated one
   (0 when nothing is behind);
+* **events unread**: last sequence number at the source minus the last one handed to a batch (the end
+  offsets of Spark's last *planned* batch): what a forced switch now would leave behind, since the
+  batch in flight has read its events already and still writes them;
 
 and for the task: the sum of events, the worst partition's seconds, and the **RPO estimate**: what a
 failover now would leave behind, the enqueue-time span of the events not replicated yet (the worst
 partition's seconds behind). It writes them to ``lag.json`` beside the status file, whole (the sink's
 commit owns the status file; two writers of one file would lose each other's updates).
+
+A measurement that fails (the source's namespace is down) is tried again every ``DOWN_POLL_SECONDS``,
+and each failed one notes the task's committed positions (a local read). The first that succeeds again
+counts the outage exactly (``lastOutage``): the source's tails then (nothing is enqueued while it is
+down) against the positions the task had replicated when it was last seen down, which it has not gone
+past since (no batch is planned while the source does not answer). A switch away from the source's
+namespace in that outage left exactly those events behind; the task replicates them now, late.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +45,27 @@ from federator_spark.metrics import iso_epoch
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 5.0
+DOWN_POLL_SECONDS = 1.0
+"""While the source does not answer: its return is seen within a second, before the task has gone far."""
 
 
 def committed_offsets(checkpoint: Path) -> dict[str, int] | None:
     """The source positions of Spark's last committed batch (``offsets/<n>`` of the highest ``n`` with
     a ``commits/<n>``): per partition, the last sequence number the task is done with."""
-    commits = checkpoint / "commits"
-    if not commits.is_dir():
+    return _newest_offsets(checkpoint, checkpoint / "commits")
+
+
+def read_offsets(checkpoint: Path) -> dict[str, int] | None:
+    """The source positions of Spark's last planned batch (``offsets/<n>`` of the highest ``n``,
+    committed or not): per partition, the last sequence number handed to a batch."""
+    return _newest_offsets(checkpoint, checkpoint / "offsets")
+
+
+def _newest_offsets(checkpoint: Path, log: Path) -> dict[str, int] | None:
+    """The end offsets of the newest batch ``log`` (Spark's commit or offset log) names."""
+    if not log.is_dir():
         return None
-    batches = sorted((int(p.name) for p in commits.iterdir() if p.name.isdigit()), reverse=True)
+    batches = sorted((int(p.name) for p in log.iterdir() if p.name.isdigit()), reverse=True)
     for batch in batches:
         path = checkpoint / "offsets" / str(batch)
         if path.exists():
@@ -57,14 +80,18 @@ def measure(
     handled: Mapping[str, int] | None,
     positions: Mapping[str, Mapping[str, Any]],
     measured_at: float,
+    read: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The lag document: ``tails`` per partition as ``HubManagement.partition_properties`` reads them,
-    ``handled`` the committed positions, ``positions`` the status file's ``partitions``."""
+    ``handled`` the committed positions, ``positions`` the status file's ``partitions``, ``read`` the
+    positions handed to a batch (None: not counted)."""
     partitions: dict[str, dict[str, Any]] = {}
     for partition, tail in sorted(tails.items(), key=lambda item: int(item[0])):
         last = int(tail["last_enqueued_sequence_number"])
         replicated = (handled or {}).get(partition)
         entry: dict[str, Any] = {"sourceSequence": last, "replicatedSequence": replicated}
+        if read is not None:
+            entry.update(_unread(tail, replicated, read.get(partition)))
         if tail.get("last_enqueued_time") is not None:
             entry["sourceEnqueuedTime"] = iso_epoch(tail["last_enqueued_time"])
         position = positions.get(partition) or {}
@@ -74,8 +101,7 @@ def measure(
         if replicated is None:
             entry["eventsBehind"] = entry["secondsBehind"] = None
         else:
-            floor = int(tail["beginning_sequence_number"]) - 1  # what retention removed is not behind
-            behind = 0 if tail.get("is_empty") else max(0, last - max(replicated, floor))
+            behind = _beyond(tail, replicated)  # what retention removed is not behind
             entry["eventsBehind"] = behind
             if behind == 0:
                 entry["secondsBehind"] = 0.0
@@ -86,7 +112,29 @@ def measure(
             else:
                 entry["secondsBehind"] = None
         partitions[partition] = entry
-    return {"measuredAt": iso_epoch(measured_at), **summarise(partitions), "partitions": partitions}
+    document = {"measuredAt": iso_epoch(measured_at), **summarise(partitions), "partitions": partitions}
+    if read is not None:
+        unread = [p["eventsUnread"] for p in partitions.values()]
+        document["eventsUnread"] = None if None in unread else sum(unread)
+    return document
+
+
+def _beyond(tail: Mapping[str, Any], position: int) -> int:
+    """Events at the source after ``position`` that it still holds (retention removed the others)."""
+    if tail.get("is_empty"):
+        return 0
+    floor = int(tail["beginning_sequence_number"]) - 1
+    return max(0, int(tail["last_enqueued_sequence_number"]) - max(position, floor))
+
+
+def _unread(tail: Mapping[str, Any], replicated: int | None, read: int | None) -> dict[str, Any]:
+    """A partition's events not handed to a batch yet (a batch planned is at or past the committed
+    one; a position not known yet leaves the figure unknown)."""
+    position = max(read, replicated) if read is not None and replicated is not None else read
+    return {
+        "readSequence": position,
+        "eventsUnread": None if position is None else _beyond(tail, position),
+    }
 
 
 def summarise(partitions: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -108,6 +156,43 @@ def summarise(partitions: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Down:
+    """An outage of the source as the monitor sees it: its measurements failing since ``since``."""
+
+    last_seen_up: str | None
+    """``measuredAt`` of the last measurement before it (None: none known)."""
+    since: float
+    until: float
+    """The last failed measurement, where ``handled`` and ``positions`` were taken."""
+    handled: dict[str, int] | None
+    positions: dict[str, Any]
+
+
+def outage(down: Down, tails: Mapping[str, Mapping[str, Any]], up_again: float) -> dict[str, Any]:
+    """The ``lastOutage`` document, from the source's tails once it answers again: what it held that the
+    task had not replicated by ``down.until`` (left behind, still there), and what retention removed
+    before it was (expired: lost). Exact unless events came after ``down.until`` before ``up_again``."""
+    left = measure(tails, down.handled, down.positions, up_again)
+    expired = 0
+    for partition, tail in tails.items():
+        replicated = (down.handled or {}).get(partition)
+        if replicated is not None and not tail.get("is_empty"):
+            gone = min(int(tail["beginning_sequence_number"]) - 1, int(tail["last_enqueued_sequence_number"]))
+            expired += max(0, gone - replicated)
+    newest = [t["last_enqueued_time"] for t in tails.values() if t.get("last_enqueued_time") is not None]
+    return {
+        "lastSeenUp": down.last_seen_up,
+        "downSince": iso_epoch(down.since),
+        "downUntil": iso_epoch(down.until),
+        "upAgain": iso_epoch(up_again),
+        "eventsLeftBehind": left["eventsBehind"],
+        "eventsExpired": expired,
+        "rpoSeconds": left["rpoSeconds"],
+        "exact": all(t <= down.until for t in newest),
+    }
+
+
 class LagMonitor:
     """The driver's thread measuring ``source``'s lag into ``<status dir>/lag.json``."""
 
@@ -121,17 +206,40 @@ class LagMonitor:
         self._management = HubManagement(self._client, sdk_retry=False)  # the next poll asks again
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="federator-lag", daemon=True)
+        before = _read_json(self.path)  # a driver started again keeps what its predecessor counted
+        self._last_up: str | None = before.get("measuredAt")
+        self._last_outage: dict[str, Any] | None = before.get("lastOutage")
+        self._down: Down | None = None
 
     def start(self) -> None:
         self._thread.start()
 
     def measure_now(self) -> dict[str, Any]:
-        handled = committed_offsets(self.checkpoint)
-        tails = {p: self._management.partition_properties(p) for p in self._management.partition_ids()}
-        status = _read_json(self.status_file)
-        document = measure(tails, handled, status.get("partitions", {}), time.time())
+        """Measure and write ``lag.json``; raises when the source does not answer (noted as down)."""
+        handled, read = committed_offsets(self.checkpoint), read_offsets(self.checkpoint)
+        positions = _read_json(self.status_file).get("partitions", {})
+        try:
+            ids = self._management.partition_ids()
+            tails = {p: self._management.partition_properties(p) for p in ids}
+        except Exception:
+            self._went_down(handled, positions)
+            raise
+        now = time.time()
+        document = measure(tails, handled, positions, now, read)
+        if self._down is not None:
+            self._last_outage, self._down = outage(self._down, tails, now), None
+            logger.info("source answers again: %s", self._last_outage)
+        if self._last_outage is not None:
+            document["lastOutage"] = self._last_outage
+        self._last_up = document["measuredAt"]
         write_atomically(self.path, json.dumps(document, indent=2, sort_keys=True))
         return document
+
+    def _went_down(self, handled: dict[str, int] | None, positions: dict[str, Any]) -> None:
+        """A failed measurement: the outage begins, or goes on with the task's positions now."""
+        now = time.time()
+        since = self._down.since if self._down is not None else now
+        self._down = Down(self._last_up, since, now, handled, positions)
 
     def _run(self) -> None:
         try:
@@ -140,7 +248,7 @@ class LagMonitor:
                     self.measure_now()
                 except Exception as error:  # source unreachable: the last figures stay, with their time
                     logger.info("lag not measured: %r", error)
-                self._stop.wait(POLL_SECONDS)
+                self._stop.wait(DOWN_POLL_SECONDS if self._down is not None else POLL_SECONDS)
         finally:
             self._close()  # here too: a measurement that outlasts stop()'s wait ends with its connection
 

@@ -96,18 +96,43 @@ def summarize(reports: list[Any], targets: list[str]) -> dict[str, Any]:
     }
 
 
+STAY = "memberStay"
+"""Until the first batch folded after a following task's query started on another member than the one it
+ran on last: ``begun``, or ``arrived`` once its source found the member with nothing new (timed then)."""
+
+
+def begin_stay(path: str) -> None:
+    """A following task's query starts on a member it did not run on last (``following.prepare``): its
+    arrival there is timed afresh. Without this, a stay without a batch (a member that was down, or idle)
+    between two on the same member left the time of the first of those stays standing."""
+    status = read_status(path)
+    status[STAY] = "begun"
+    write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True), durable=True)
+
+
+def arrived(path: str) -> None:
+    """A following task's source found its member with nothing new for it at the start of a stay (an
+    event hub makes no batch then): it is there and caught up, timed as a first batch would be."""
+    status = read_status(path)
+    if status.get(STAY) == "begun":
+        status[STAY], status[FIRST_BATCH_ON_MEMBER] = "arrived", iso_epoch(time.time())
+        write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True), durable=True)
+
+
 def fold(
     path: str, *, task: str, namespace: str, batch_id: int, summary: dict[str, Any], query: str | None = None
 ) -> dict[str, Any]:
     """Fold one batch's summary into the status file (replaced whole and durably) and return it.
     ``query`` names the query's state (a FailoverGroup member's, when the task follows one): the batch it
     folded last is not folded again (a replay after a crash between its commit record and this fold), and
-    the first batch folded for it is timed (when a following source began flowing on its member)."""
+    the first batch folded for it, or since a stay on a member began (:func:`begin_stay`), is timed (when
+    a following source began flowing on its member)."""
     status = read_status(path)
     folded = status.get("lastBatch") or {}
     if query is not None and folded == {"query": query, "batchId": batch_id}:
         logger.info("batch %d: counted before a crash, not counted again", batch_id)
         return status
+    stay = status.pop(STAY, None)
     now = time.time()
     per_target = status.get("targets", {})
     for name in {**summary["out"], **summary["deadLettered"]}:
@@ -126,7 +151,8 @@ def fold(
     partitions: dict[str, dict[str, Any]] = status.get("partitions", {})
     for partition, position in summary.get("partitions", {}).items():
         _keep_later(partitions, partition, position)
-    if query is not None and folded.get("query") != query:  # the first batch on this member's state
+    first = stay == "begun" or (stay is None and folded.get("query") != query)
+    if query is not None and first:  # the first batch on this member's state, or of this stay
         status[FIRST_BATCH_ON_MEMBER] = iso_epoch(now)
     status.update(
         {

@@ -3,7 +3,7 @@ reports problems a human must fix (Stalled) apart from the switching, which goes
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,6 +67,9 @@ async def client(kube: KubeServer, emulator: RunningEmulator) -> AsyncIterator[K
     await found.close()
 
 
+TaskLister = Callable[[str], Awaitable[list[dict[str, Any]]]]
+
+
 def runtime(emulator: RunningEmulator, token: str | None = None) -> FailoverRuntime:
     """Management through the emulator, signed in as its administrator (or with a fixed ``token``)."""
     return FailoverRuntime(
@@ -77,6 +80,20 @@ def runtime(emulator: RunningEmulator, token: str | None = None) -> FailoverRunt
                 AsyncEmulatorCredential(emulator) if token is None else AsyncFakeCredential(token)
             ),
         )
+    )
+
+
+def local_ports(client: KubeClient, emulator: RunningEmulator, tasks: TaskLister | None = None) -> GroupPorts:
+    """A group round's ports as local mode gives them: the emulator's namespaces weu and neu, no DNS, and the
+    developer's own identity."""
+    return GroupPorts(
+        client,
+        runtime(emulator).prober,
+        ConfigMapEndpoints(ClusterReads.direct(client)),
+        dns=None,
+        scope=CredentialScope(local=True),
+        emulators={m: emulator.connection_string(m) for m in ("weu", "neu")},
+        tasks=tasks,
     )
 
 
@@ -175,14 +192,7 @@ async def test_emulator_members_need_local_mode(client: KubeClient, emulator: Ru
     in_cluster = (await reconcile(ClusterReads.direct(client), runtime(emulator), group)).result
     assert by_type(in_cluster.conditions)["Stalled"] == ("True", "EmulatorOnlyInLocalMode")
     # Local mode runs the same round, knowing the emulator's namespaces.
-    ports = GroupPorts(
-        client,
-        runtime(emulator).prober,
-        ConfigMapEndpoints(ClusterReads.direct(client)),
-        dns=None,
-        scope=CredentialScope(local=True),
-        emulators={m: emulator.connection_string(m) for m in ("weu", "neu")},
-    )
+    ports = local_ports(client, emulator)
     local = await group_round(
         ports,
         name="orders",

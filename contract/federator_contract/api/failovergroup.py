@@ -233,6 +233,9 @@ class SwitchLoss(StatusModel):
     """Their enqueue-time span."""
     tasks: Annotated[list[str], Field(max_length=64)] = []
     """The ReplicationTasks that were behind."""
+    measured_at: datetime | None = None
+    """When their lag was measured (the oldest of the tasks'): events enqueued since are not in the
+    estimate."""
 
 
 class FollowerFlowing(StatusModel):
@@ -271,10 +274,26 @@ class SwitchRecord(StatusModel):
     followers: Annotated[list[FollowerFlowing], Field(max_length=64)] = []
     """Tasks whose source follows the group, and when each flowed on the new member."""
     events_left_behind: Annotated[int, Field(ge=0)] | None = None
-    """Events at the member left not copied yet to the new one (forced switches; from the lag of the
-    tasks copying to it at the switch; unset: none known)."""
+    """The estimate at the switch of the events at the member left not copied yet to the new one (forced
+    switches): the tasks' lag as last measured, counted from what they had read (unset: none known)."""
     rpo_seconds: Annotated[float, Field(ge=0)] | None = None
-    """Their enqueue-time span."""
+    """Their enqueue-time span (counted from the tasks' last committed batch: at most this)."""
+    left_behind_measured_at: datetime | None = None
+    """When the estimate was measured: events enqueued on the member left after it are not in it."""
+    loss_tasks: Annotated[list[str], Field(max_length=64)] = []
+    """The ReplicationTasks copying from the member left to the new one at the switch, whose count
+    confirms the estimate."""
+    events_left_behind_confirmed: Annotated[int, Field(ge=0)] | None = None
+    """The count, once the member left answered again after the outage the switch fled: the events it
+    held that `lossTasks` had not copied to the new member before it came back (Event
+    `SwitchLossConfirmed`). They are copied late, but for `eventsLost`. Unset: not confirmed (yet)."""
+    events_lost: Annotated[int, Field(ge=0)] | None = None
+    """Of `eventsLeftBehindConfirmed`, those the member left no longer holds (its retention removed
+    them): never copied."""
+    confirmed_rpo_seconds: Annotated[float, Field(ge=0)] | None = None
+    """The enqueue-time span of the events confirmed left behind (unset: not known)."""
+    confirmed_at: datetime | None = None
+    """When the member left answered again (the latest of the tasks')."""
     complete: bool = False
     """Measured to the end: every follower flows, or the wait for them ended (Event `SwitchMeasured`)."""
 

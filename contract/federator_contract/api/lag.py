@@ -24,6 +24,36 @@ class PartitionLag(StatusModel):
     """Sequence number of the partition's newest event at the source."""
     replicated_sequence: int | None = None
     """Sequence number of the last event the task replicated (or skipped by its rules)."""
+    read_sequence: int | None = None
+    """Sequence number of the last event handed to a micro-batch (replicated, or being replicated)."""
+    events_unread: Annotated[int, Field(ge=0)] | None = None
+    """Events at the source not handed to a micro-batch yet: what a failover now would leave behind, the
+    batch in flight being read already."""
+
+
+class SourceOutage(StatusModel):
+    """A spell in which the task's source did not answer the lag measurement (a namespace down), counted
+    once it answered again: the events it held when it went down that the task had not replicated before
+    it came back. The task replicates them now, late; those the source no longer holds are lost."""
+
+    last_seen_up: datetime | None = None
+    """The last measurement before the outage (unset: none since the driver started)."""
+    down_since: datetime
+    """The first measurement that failed."""
+    down_until: datetime
+    """The last one that failed; the task's replicated positions are taken there."""
+    up_again: datetime
+    """The first one that succeeded again."""
+    events_left_behind: Annotated[int, Field(ge=0)] | None = None
+    """Events the source held that the task had not replicated by `downUntil`, still at the source
+    (unset: the task had not committed a batch)."""
+    events_expired: Annotated[int, Field(ge=0)] = 0
+    """Events not replicated that the source no longer holds (its retention removed them): lost."""
+    rpo_seconds: Annotated[float, Field(ge=0)] | None = None
+    """The enqueue-time span of the events left behind (unset: not known)."""
+    exact: bool = True
+    """False when events were enqueued at the source after `downUntil` before it was measured again (the
+    count then includes some that came after the outage)."""
 
 
 class ReplicationLag(StatusModel):
@@ -40,6 +70,11 @@ class ReplicationLag(StatusModel):
     (the worst partition's seconds behind)."""
     worst_partition: Annotated[str, Field(max_length=8)] | None = None
     """The partition furthest behind."""
+    events_unread: Annotated[int, Field(ge=0)] | None = None
+    """Events at the source not handed to a micro-batch yet, all partitions: what a forced switch now
+    would leave behind (`eventsBehind` counts the batch in flight too)."""
+    last_outage: SourceOutage | None = None
+    """The source's last outage and what the task had left at it."""
     partitions: Annotated[
         list[PartitionLag], Field(max_length=1024, json_schema_extra=list_map("partition"))
     ] = []

@@ -8,6 +8,7 @@ its event hub targets has the member's connection (the same Secret key, identity
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -41,10 +42,18 @@ class MemberReplication:
     measured_at: datetime | None = None
     """When the oldest of the tasks' lag was measured (None while one is not): a figure of a member
     that is down stays the last one measured before it went."""
+    unread: MemberReplication | None = None
+    """The same counted from what the tasks have read (handed to a batch), not committed: what a forced
+    switch now leaves behind (the batch in flight still arrives). None: this is that count."""
 
     @property
     def caught_up(self) -> bool:
         return self.events_behind == 0
+
+    @property
+    def if_forced(self) -> MemberReplication:
+        """What a forced switch now would leave behind."""
+        return self.unread or self
 
     def describe(self) -> str:
         seconds = f", {self.rpo_seconds:g} s" if self.rpo_seconds is not None else ""
@@ -84,7 +93,21 @@ def replication_to_members(
         for name in found:
             if members[name] in targets:
                 found[name].append((str((task.get("metadata") or {}).get("name")), lag))
-    return {name: _summed(name, copying) for name, copying in found.items() if copying}
+    return {
+        name: dataclasses.replace(
+            _summed(name, copying), unread=_summed(name, [(n, _as_read(lag)) for n, lag in copying])
+        )
+        for name, copying in found.items()
+        if copying
+    }
+
+
+def _as_read(lag: ReplicationLag) -> ReplicationLag:
+    """The lag counted from the task's read positions (a driver that does not count them: committed)."""
+    if lag.events_unread is None:
+        return lag
+    rpo = 0.0 if lag.events_unread == 0 else lag.rpo_seconds  # else at most the committed span
+    return lag.model_copy(update={"events_behind": lag.events_unread, "rpo_seconds": rpo})
 
 
 def _lag(task: Mapping[str, Any]) -> ReplicationLag:

@@ -382,9 +382,10 @@ class _Machine:
         return self.now
 
     def _record_loss(self, target: str) -> None:
-        """What producers leave behind at the member they left: the tasks' lag to `target` (a forced switch,
-        an automatic failover, or a planned one that timed out)."""
-        copying = self.replication.get(target) if self.replication is not None else None
+        """What producers leave behind at the member they left: the tasks' lag to `target`, counted from what
+        they had read (a forced switch, an automatic failover, or a planned one that timed out)."""
+        found = self.replication.get(target) if self.replication is not None else None
+        copying = found.if_forced if found is not None else None
         if copying is None or copying.caught_up:
             self.state = dataclasses.replace(self.state, last_loss=None)
             return
@@ -394,6 +395,7 @@ class _Machine:
             tasks=list(copying.behind),
             events_behind=copying.events_behind,
             rpo_seconds=copying.rpo_seconds,
+            measured_at=copying.measured_at,
         )
         self.state = dataclasses.replace(self.state, last_loss=loss)
         left = copying.describe() if copying.events_behind is not None else "an unknown number of events"

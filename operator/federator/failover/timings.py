@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from federator import reasons
+from federator.failover.replication import Replication
 from federator.failover.state import Switch
 from federator.status.events import Note
 from federator_contract.api.connections import connections
@@ -34,6 +35,9 @@ MAX_FOLLOWERS = 64
 """Followers measured per switch (the contract's bound; the first by name)."""
 FOLLOW_LIMIT = timedelta(minutes=10)
 """How long a record waits for its followers before it is complete without them."""
+
+FORCED = frozenset({"failover", "requested", "plannedTimeout", "memberRemoved"})
+"""Causes of a switch that may leave events behind (producers leave before the copies caught up)."""
 
 # Histogram phases (federator_failover_phase_seconds{phase}).
 DETECTION, PUBLISHING, FOLLOWING = "detected_to_decided", "decided_to_published", "decided_to_flowing"
@@ -86,12 +90,14 @@ def measure(
     loss: SwitchLoss | None,
     tasks: Sequence[Follower] | None,
     began: tuple[datetime, datetime] | None = None,
+    copying: Replication | None = None,
 ) -> Timings:
     """The records after a round: one opened per switch made (`decided`: when the machine moved,
     `published`: when the endpoints were, None when publishing failed; `loss`: what producers left behind;
-    `tasks`: the followers now, None where task status is not known), and the open ones brought up to
-    date with the followers' progress. `began`: the round's `now` (whole seconds, as status keeps times)
-    and when the round really began; a switch detected at the former counts from the latter."""
+    `tasks`: the followers now, None where task status is not known; `copying`: the tasks copying from
+    the producers' member before the round, whose count later confirms a loss), and the open ones
+    brought up to date with the followers' progress. `began`: the round's `now` and when the round
+    really began; a switch detected at the former counts from the latter."""
     timings = Timings(tuple(records), [], [])
     for switch in switches:
         if switch.cause == "initial":
@@ -101,6 +107,7 @@ def measure(
         if began is not None and switch.detected == began[0]:
             switch = dataclasses.replace(switch, detected=began[1])
         opened = _opened(switch, decided, published, loss if switch.roles != "consumers" else None, tasks)
+        opened = opened.model_copy(update={"loss_tasks": _loss_tasks(switch, copying)})
         timings.observed.append((DETECTION, opened.decided_seconds))
         if opened.published_seconds is not None:
             timings.observed.append((PUBLISHING, opened.published_seconds))
@@ -131,7 +138,16 @@ def _opened(
         followers=[FollowerFlowing(task=f.task) for f in moving],
         events_left_behind=loss.events_behind if loss is not None else None,
         rpo_seconds=loss.rpo_seconds if loss is not None else None,
+        left_behind_measured_at=loss.measured_at if loss is not None else None,
     )
+
+
+def _loss_tasks(switch: Switch, copying: Replication | None) -> list[str]:
+    """The tasks copying from the member producers left to the one they moved to (a forced switch)."""
+    if switch.roles == "consumers" or switch.cause not in FORCED or copying is None:
+        return []
+    found = copying.get(switch.target)
+    return list(found.tasks) if found is not None else []
 
 
 def _followed(

@@ -40,6 +40,12 @@ LOCAL_SPARK_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",  # progress bars would fill the log file
 }
+MEMBER_EVENTS_SETTING = "spark.federator.member.maxEventsPerTrigger"
+"""The bound on an event hub's batches that a host gives each of its members, so that a backlog does not
+hold the slots the others' batches need (federator_spark.scheduling; 0: none). A follower's own host runs
+that one task: it reads as a task alone would, and a backlog left on a member is caught up in one batch
+after a switch, not in batches of 2,000 events that each pay a batch's fixed cost (seconds on a busy
+machine)."""
 PYTHON_WORKER_CONNECT_SECONDS = "120"
 """How long Spark's Python workers wait to connect back to the JVM (PySpark's default is 15 s, which a
 busy laptop starting several streaming sources at once can exceed)."""
@@ -75,6 +81,11 @@ def home_of(task: TaskRun, state: StateDir) -> Home:
         return Home(f"mirror {task.mirror}", state.mirror_dir(namespace, name), True)
     follows = bool(task.followed_members) and task.task_config.spec.checkpoint_translation is None
     return Home(task.key, state.task_dir(task.namespace, task.name), follows)
+
+
+def alone(task: TaskRun, home: Home) -> bool:
+    """Whether ``home`` is a host of ``task`` only (a follower's own): no other member to share with."""
+    return home.hosted and task.application is None and task.mirror is None
 
 
 @dataclass(frozen=True)
@@ -217,7 +228,7 @@ def launch(
     temporary = home.directory / "tmp"
     shutil.rmtree(temporary, ignore_errors=True)  # a killed run's leftovers
     temporary.mkdir(parents=True)
-    environment = app_environment(tasks, environ, temporary)
+    environment = app_environment(tasks, environ, temporary, alone=alone(tasks[0], home))
     argv += ["--master", "local[2]"]
     process = spawn(home.name, argv, environment, home.log, records=state.processes)
     return SparkApp(home.name, process, list(tasks), logs, home=home, started_with=TaskNeeds.of(tasks))
@@ -274,14 +285,19 @@ def _owner_only(path: Path, text: str) -> Path:
     return path
 
 
-def app_environment(tasks: Sequence[TaskRun], environ: Mapping[str, str], temporary: Path) -> dict[str, str]:
+def app_environment(
+    tasks: Sequence[TaskRun], environ: Mapping[str, str], temporary: Path, *, alone: bool = False
+) -> dict[str, str]:
     """The tasks' secrets, their Spark settings (a mirror's or an application's tasks share theirs),
-    Python for PySpark, and ``temporary`` for every temporary file (the JVM's, Spark's and Python's)."""
+    Python for PySpark, and ``temporary`` for every temporary file (the JVM's, Spark's and Python's).
+    ``alone``: a host of one task, whose batches are not bounded for others (the task's own settings
+    may still say otherwise)."""
     needs = TaskNeeds.of(tasks)
     settings = {
         **LOCAL_SPARK_CONF,
         "spark.local.dir": str(temporary),
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={temporary}",
+        **({MEMBER_EVENTS_SETTING: "0"} if alone else {}),
         **needs.spark_conf,
     }
     conf = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in sorted(settings.items()))

@@ -139,7 +139,7 @@ class GroupLoop:
     async def round(self) -> GroupSnapshot:
         """The operator's round; returns (and keeps) the new snapshot."""
         assert self.snapshot is not None
-        now = datetime.now(UTC).replace(microsecond=0)
+        now = datetime.now(UTC)
         reloaded = self._reload()
         run, before = self.run, self.snapshot
         found = await group_round(

@@ -52,14 +52,16 @@ def task_status(state: StateDir, namespace: str, name: str) -> dict[str, Any]:
     with contextlib.suppress(FileNotFoundError, ValueError):  # not measured yet
         document["lag"] = json.loads((path.parent / LAG_FILE).read_text(encoding="utf-8"))
     status = ReplicationTaskStatus.model_validate(task_status_fields(document))
-    member = source_member(state, namespace, name, status.last_batch_time)
+    seen = [t for t in (status.last_batch_time, status.first_batch_on_member_time) if t is not None]
+    member = source_member(state, namespace, name, max(seen, default=None))
     if member is not None:
         status = status.model_copy(update={"active_source_member": member})
     return status.model_dump(by_alias=True, mode="json", exclude_unset=True)
 
 
 def source_member(state: StateDir, namespace: str, name: str, last_batch: datetime | None) -> str | None:
-    """The member the task's source reads, once a batch ended after its config named it: a switch
+    """The member the task's source reads, once a batch ended after its config named it (or its source
+    found the member with nothing new for it: `firstBatchOnMemberTime` without a batch): a switch
     rewrites the config before the query moves, and a batch the query on the member left ends meanwhile
     must not count as one on the new member."""
     path = state.task_config(namespace, name)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from federator import reasons
 from federator.apply.children import Outcome, ensure
 from federator.failover.conditions import assess
+from federator.failover.confirmation import Confirmed, confirm
 from federator.failover.connections import resolve_connection
 from federator.failover.dns import DnsPublisher
 from federator.failover.probes import Prober
@@ -124,6 +125,7 @@ async def group_round(
         return GroupRound(stalled, [], None)
     tasks = await ports.tasks(namespace) if ports.tasks is not None else None
     replication = replication_to_members(spec, state.producer, tasks) if tasks is not None else None
+    copying = replication  # from the producers' member before the round: what a switch leaves behind
     stepped = await probe_and_step(ports.prober, spec, state, connections, now, replication)
     decided = ports.clock()
     if tasks is not None:  # the producers may have moved
@@ -155,12 +157,14 @@ async def group_round(
         loss=stepped.state.last_loss,
         tasks=followers(name, tasks) if tasks is not None else None,
         began=(now, began),
+        copying=copying,
     )
-    after = dataclasses.replace(stepped.state, switches=timed.records)
+    confirmed = confirm(timed.records, tasks) if tasks is not None else Confirmed(timed.records, [])
+    after = dataclasses.replace(stepped.state, switches=confirmed.records)
     status = after.to_status()
     if replication is not None:
         status = status.model_copy(update={"replication": [r.to_status() for r in replication.values()]})
-    found = Findings(updates, written(status), [*notes, *timed.notes], retry_after)
+    found = Findings(updates, written(status), [*notes, *timed.notes, *confirmed.notes], retry_after)
     return GroupRound(found, stepped.switches, after, dns_error, timed.observed)
 
 
@@ -213,7 +217,7 @@ async def reconcile(
             uid=meta.get("uid"),
             spec=FailoverGroupSpec.model_validate(spec_raw),
             state=GroupState.of(body),
-            now=now or datetime.now(UTC).replace(microsecond=0),
+            now=now or datetime.now(UTC),  # to the microsecond: a failure is detected when it is
         )
         found, switches, phases = done.findings, done.switches, done.phases
     result = status_result(body, found, spec_warnings(FAILOVER_GROUP, spec_raw))

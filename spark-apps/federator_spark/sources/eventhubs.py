@@ -22,7 +22,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from federator_spark import logs, property_types, worker_gc
+from federator_spark import logs, metrics, property_types, worker_gc
 from federator_spark.connections import eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement, PartitionPositions
 from federator_spark.events import Event
@@ -83,6 +83,10 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._last_news = time.monotonic()  # when a poll last found new events (or the reader began)
         self._outage = Backoff()  # the driver's polls while the namespace is unavailable
         self._partition_count = 0
+        # Until the run's first answer: with nothing new, Spark makes no batch on a checkpoint that has
+        # one, and a FailoverGroup times a follower's arrival on a member by its first batch there.
+        self._first_answer = True
+        self._initial: Offsets | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -114,7 +118,12 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self._positions.last_sequence_numbers(self._partitions())
 
     def initialOffset(self) -> Offsets:
-        return self._retrying(self._initial_offsets, "reading the start positions")  # type: ignore[no-any-return]
+        """Read once per run: Spark asks twice when a query starts on a checkpoint without positions (a
+        member a follower had not read before), and an ``enqueuedTime`` start opens a receiver per
+        partition to answer (a second answer, later, could even differ for ``latest``)."""
+        if self._initial is None:
+            self._initial = self._retrying(self._initial_offsets, "reading the start positions")
+        return dict(self._initial)
 
     def _initial_offsets(self) -> Offsets:
         hub = self._hub()
@@ -200,6 +209,9 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             self._last_news, self._next_idle_poll = now, 0.0
         else:
             self._next_idle_poll = now + self._idle_poll_seconds(now)
+            if self._first_answer and self.settings.status_file is not None:
+                metrics.arrived(self.settings.status_file)  # caught up on the member: no batch to wait for
+        self._first_answer = False
         return ends
 
     def _idle_poll_seconds(self, now: float) -> float:
@@ -217,6 +229,12 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def commit(self, end: Offsets) -> None:
         """Nothing to acknowledge: an event hub is a log, and the checkpoint holds the position."""
+
+    def stop(self) -> None:
+        """The run ends (Spark's source runner calls this as the query stops): its management link goes."""
+        management, self._management = self._management, None
+        if management is not None:
+            management.close()
 
     # ------------------------------------------------------------------------------------ executor side
 
