@@ -50,6 +50,8 @@ ENDPOINT_HOST_NOT_ALLOWED = "EndpointHostNotAllowed"
 OPERATOR_IDENTITY_NOT_ALLOWED = "OperatorIdentityNotAllowed"
 # An ArmCredential.serviceAccount naming another namespace's account: only the resource's own signs it in.
 CROSS_NAMESPACE_SERVICE_ACCOUNT = "CrossNamespaceServiceAccount"
+# An ArmCredential.serviceAccount the installer's list (chart credentials.serviceAccounts) does not allow.
+CREDENTIAL_SERVICE_ACCOUNT_NOT_ALLOWED = "CredentialServiceAccountNotAllowed"
 # A field the operator applies to a child was changed by another field manager (apply/children.py): named,
 # never overwritten.
 FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
@@ -137,6 +139,7 @@ PLANNED_SWITCH_WAITING = "PlannedSwitchWaiting"
 PLANNED_SWITCH_TIMED_OUT = "PlannedSwitchTimedOut"
 SWITCH_LOSS = "SwitchLoss"
 SWITCH_MEASURED = "SwitchMeasured"  # how long each phase of a switch took
+SWITCH_LOSS_CONFIRMED = "SwitchLossConfirmed"  # a forced switch's loss counted once the member left is back
 MEMBER_UNHEALTHY = "MemberUnhealthy"
 MEMBER_RECOVERED = "MemberRecovered"
 NO_HEALTHY_MEMBER = "NoHealthyMember"
@@ -190,6 +193,7 @@ BY_CONDITION: dict[str, tuple[str, ...]] = {
         ENDPOINT_HOST_NOT_ALLOWED,
         OPERATOR_IDENTITY_NOT_ALLOWED,
         CROSS_NAMESPACE_SERVICE_ACCOUNT,
+        CREDENTIAL_SERVICE_ACCOUNT_NOT_ALLOWED,
         FIELD_MANAGER_CONFLICT,
         SOURCE_AUTH_REFUSED,
         SOURCE_NOT_FOUND,
@@ -242,6 +246,7 @@ EVENTS: tuple[str, ...] = (
     PLANNED_SWITCH_TIMED_OUT,
     SWITCH_LOSS,
     SWITCH_MEASURED,
+    SWITCH_LOSS_CONFIRMED,
     MEMBER_UNHEALTHY,
     MEMBER_RECOVERED,
     NO_HEALTHY_MEMBER,

@@ -7,6 +7,9 @@ mirror member's `management.arm.credential` and a FailoverGroup's `spec.publishi
   because the cluster's values decide.
 - `serviceAccount` naming another namespace than the manifest's is refused (the operator refuses it in
   any cluster), and warned about when the manifest names no namespace.
+- `serviceAccount` naming an account the installer's list (chart `credentials.serviceAccounts`, read from
+  the environment as the pod policy is) does not allow in the manifest's namespace is refused at its name,
+  and warned about when the manifest names no namespace.
 - Exactly one credential kind: the CRD's rule, the model and validate say the same, once, at the field."""
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pydantic import ValidationError
 from tenant_manifests import NAMESPACE
 
 from federator.validation import Verdict, check_object
-from federator.validation.credential_scope import operator_scope
+from federator.validation.credential_scope import ACCOUNTS_VARIABLE, operator_scope
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.servicebusmirror import ArmCredential
 
@@ -36,6 +39,7 @@ def installer(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     """The operator's settings as the chart's defaults give them; a test lists what it installs."""
     for name in ("NAMESPACES", "SUBSCRIPTIONS"):
         monkeypatch.delenv(f"FEDERATOR_OPERATOR_IDENTITY_{name}", raising=False)
+    monkeypatch.delenv(ACCOUNTS_VARIABLE, raising=False)
     operator_scope.cache_clear()
     yield monkeypatch
     operator_scope.cache_clear()
@@ -172,6 +176,55 @@ def test_an_account_namespace_is_a_warning_when_the_manifest_names_none() -> Non
 
 def test_the_resources_own_namespace_written_out_is_fine() -> None:
     verdict = check_object(mirror(cross_namespace(NAMESPACE)))
+    assert (verdict.problems, verdict.warnings) == ([], [])
+
+
+# ------------------------------------------------------------------- accounts the installer does not list
+
+
+def listed_accounts(installer: pytest.MonkeyPatch, accounts: str) -> None:
+    installer.setenv(ACCOUNTS_VARIABLE, accounts)
+    operator_scope.cache_clear()
+
+
+DEPLOYER = {"serviceAccount": {"name": "payments-deployer"}}
+
+
+@pytest.mark.parametrize(("manifest", "field"), [(mirror, MEMBER_CREDENTIAL), (group, ZONE_CREDENTIAL)])
+def test_an_account_the_installer_does_not_list_is_a_policy_problem_at_its_name(
+    installer: pytest.MonkeyPatch, manifest: Any, field: str
+) -> None:
+    listed_accounts(installer, "team-a/arm-*,*/federator-arm")
+    verdict = check_object(manifest(DEPLOYER))
+    assert [(p.path, p.layer) for p in verdict.problems] == [(f"{field}.serviceAccount.name", "policy")]
+    message = verdict.problems[0].message
+    assert f"(team-a/arm-*, */federator-arm), not {NAMESPACE}/payments-deployer" in message
+    assert "(chart value credentials.serviceAccounts)" in message
+    assert "(CredentialServiceAccountNotAllowed)" in message
+
+
+def test_an_account_listed_for_another_namespace_is_not_allowed_in_this_one(
+    installer: pytest.MonkeyPatch,
+) -> None:
+    listed_accounts(installer, "team-b/arm-provisioner")
+    verdict = check_object(mirror(OWN_ACCOUNT))
+    assert paths(verdict.problems) == [f"{MEMBER_CREDENTIAL}.serviceAccount.name"]
+
+
+def test_an_unlisted_account_is_a_warning_when_the_manifest_names_no_namespace(
+    installer: pytest.MonkeyPatch,
+) -> None:
+    listed_accounts(installer, "team-a/arm-*")
+    verdict = check_object(mirror(OWN_ACCOUNT, namespace=None))
+    assert verdict.problems == [], "the namespace it is applied in decides"
+    assert paths(verdict.warnings) == [f"{MEMBER_CREDENTIAL}.serviceAccount.name"]
+    assert "not 'arm-provisioner' (the manifest names no namespace)" in verdict.warnings[0].message
+
+
+@pytest.mark.parametrize("accounts", ["team-a/arm-*", "arm-provisioner", "*/arm-provisioner", "*"])
+def test_an_account_the_installer_lists_passes(installer: pytest.MonkeyPatch, accounts: str) -> None:
+    listed_accounts(installer, accounts)
+    verdict = check_object(mirror(OWN_ACCOUNT))
     assert (verdict.problems, verdict.warnings) == ([], [])
 
 

@@ -5,11 +5,13 @@ resource's namespace for the audience the spec names (TokenRequest) and signs in
 `ClientAssertionCredential` against the emulator's Microsoft Entra ID, never as itself; every request it
 makes is one the chart's Role grants (the suite's `operator_stays_within_its_role` check, here with the
 TokenRequest). Naming another namespace's account is refused before anything is read or signed in, even
-where that account's identity would be accepted (provision/login.py, provision/serviceaccount.py)."""
+where that account's identity would be accepted, and so is an account of its own namespace that the
+installer's list (chart `credentials.serviceAccounts`) does not allow (provision/login.py,
+provision/serviceaccount.py, validation/credential_scope.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -36,9 +38,14 @@ from federator.provision.serviceaccount import (
     TOKEN_SECONDS,
     NamespaceCredentials,
 )
-from federator.reasons import CROSS_NAMESPACE_SERVICE_ACCOUNT, MANAGEMENT_AUTH_FAILED
+from federator.reasons import (
+    CREDENTIAL_SERVICE_ACCOUNT_NOT_ALLOWED,
+    CROSS_NAMESPACE_SERVICE_ACCOUNT,
+    MANAGEMENT_AUTH_FAILED,
+)
 from federator.reconcile.servicebusmirror import reconcile
 from federator.settings import OperatorSettings
+from federator.validation.credential_scope import ACCOUNTS_VARIABLE
 from federator_contract.api.base import API_VERSION
 from federator_contract.api.failovergroup import DnsZone
 from federator_contract.api.servicebusmirror import TOKEN_EXCHANGE_AUDIENCE, ArmCredential
@@ -53,6 +60,10 @@ DNS_APP = "aaaaaaaa-0000-0000-0000-00000000000d"
 DNS_AUDIENCE = "api://federator-dns"  # the DNS identity's federated credential names its own audience
 ZONE = "federator.test"
 OTHER_NAMESPACE = "team-b"
+# Another workload of team-a, whose identity also trusts its account: the installer keeps it out of ARM work.
+DEPLOYER = "payments-deployer"
+# The installer of a multi-tenant cluster lists the accounts meant for Federator's ARM work.
+INSTALLER_ACCOUNTS = "*/arm-provisioner,team-a/dns-*"
 
 
 def subject(namespace: str, account: str) -> str:
@@ -61,10 +72,11 @@ def subject(namespace: str, account: str) -> str:
 
 @pytest.fixture(scope="module")
 def azure() -> Iterator[RunningEmulator]:
-    """Team A's mirror identity trusts `arm-provisioner` of team-a and of team-b (so that only Federator's
-    own rule stands between team-a and team-b's account); its DNS identity trusts `dns-writer` of team-a
-    for its own audience. Each has a role only where it works."""
+    """Team A's mirror identity trusts `arm-provisioner` of team-a and of team-b, and team-a's deployer
+    (so that only Federator's own rules stand between team-a and those accounts); its DNS identity trusts
+    `dns-writer` of team-a for its own audience. Each has a role only where it works."""
     federated = [{"subject": subject(ns, "arm-provisioner")} for ns in (NAMESPACE, OTHER_NAMESPACE)]
+    federated.append({"subject": subject(NAMESPACE, DEPLOYER)})
     dns_writer = {"subject": subject(NAMESPACE, "dns-writer"), "audience": DNS_AUDIENCE}
     config = {
         "identity": {
@@ -124,12 +136,13 @@ class Logins:
         return self.real(source)
 
     def environment(self, azure: RunningEmulator) -> ManagementEnvironment:
-        """The operator's environment with the chart's default scope (its own identity lent nowhere)."""
+        """The operator's environment with the scope of its settings as the test sets them (the chart's
+        defaults: its own identity lent nowhere)."""
         return ManagementEnvironment(
             arm_endpoint=azure.arm_endpoint,
             connection_verify=self.verify,
             credential_factory=self,
-            scope=ManagementEnvironment.for_operator(OperatorSettings()).scope,
+            scope=ManagementEnvironment.for_operator(OperatorSettings.from_env()).scope,
         )
 
 
@@ -147,11 +160,13 @@ def service_account(kube: KubeServer, namespace: str, name: str, annotations: di
     assert kube.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", body)[0] in (200, 201)
 
 
-def provisioner(kube: KubeServer, azure: RunningEmulator, namespace: str) -> None:
-    """Account `arm-provisioner` of `namespace`, annotated with the mirror identity, as workload identity
-    users annotate one."""
+def provisioner(
+    kube: KubeServer, azure: RunningEmulator, namespace: str, name: str = "arm-provisioner"
+) -> None:
+    """Account `name` of `namespace`, annotated with the mirror identity, as workload identity users
+    annotate one."""
     annotations = {CLIENT_ID_ANNOTATION: MIRROR_APP, TENANT_ID_ANNOTATION: azure.tenant_id}
-    service_account(kube, namespace, "arm-provisioner", annotations)
+    service_account(kube, namespace, name, annotations)
 
 
 def mirror(credential: dict[str, Any]) -> dict[str, Any]:
@@ -190,6 +205,15 @@ def conditions(result: Any) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in result.conditions}
 
 
+def refused_before_any_token(result: Any, kube: KubeServer, logins: Logins, reason: str) -> str:
+    """The Stalled message of a mirror refused with ``reason`` before any token was requested."""
+    stalled = conditions(result)["Stalled"]
+    assert (stalled["status"], stalled["reason"]) == ("True", reason)
+    assert issued(kube) == [], "no token of any account was requested"
+    assert logins.sources == [], "nobody signed in"
+    return str(stalled["message"])
+
+
 # ------------------------------------------------------------------------------------------------- mirrors
 
 
@@ -223,14 +247,52 @@ async def test_a_mirror_naming_another_namespaces_service_account_is_stalled(
     provisioner(kube, azure, OTHER_NAMESPACE)  # Entra would accept its token
     body = mirror({"serviceAccount": {"name": "arm-provisioner", "namespace": OTHER_NAMESPACE}})
     result = await reconcile(production_reads(client), logins.environment(azure), body, provision=True)
-    stalled = conditions(result)["Stalled"]
-    assert (stalled["status"], stalled["reason"]) == ("True", CROSS_NAMESPACE_SERVICE_ACCOUNT)
+    message = refused_before_any_token(result, kube, logins, CROSS_NAMESPACE_SERVICE_ACCOUNT)
     for name in ("west", "east"):
         field = f"member {name}: management.arm.credential.serviceAccount.namespace is {OTHER_NAMESPACE!r}"
-        assert field in stalled["message"]
-    assert f"only as a ServiceAccount of the resource's own namespace ({NAMESPACE!r})" in stalled["message"]
-    assert issued(kube) == [], "no token of any account was requested"
-    assert logins.sources == [], "nobody signed in"
+        assert field in message
+    assert f"only as a ServiceAccount of the resource's own namespace ({NAMESPACE!r})" in message
+
+
+@pytest.fixture
+def provisioned_as(
+    azure: RunningEmulator,
+    kube: KubeServer,
+    client: KubeClient,
+    logins: Logins,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Callable[[str], Awaitable[Any]]:
+    """Where the installer lists its accounts: the tenant's mirror reconciled with its credential naming
+    account `name` of its own namespace (created, annotated with the mirror identity, which trusts it)."""
+    monkeypatch.setenv(ACCOUNTS_VARIABLE, INSTALLER_ACCOUNTS)
+
+    async def reconciled(name: str) -> Any:
+        provisioner(kube, azure, NAMESPACE, name)
+        body = mirror({"serviceAccount": {"name": name}})
+        return await reconcile(production_reads(client), logins.environment(azure), body, provision=True)
+
+    return reconciled
+
+
+@pytest.mark.asyncio
+async def test_a_mirror_naming_an_account_the_installer_does_not_list_is_stalled(
+    provisioned_as: Callable[[str], Awaitable[Any]], kube: KubeServer, logins: Logins
+) -> None:
+    result = await provisioned_as(DEPLOYER)  # its own namespace's, and Entra would accept its token
+    message = refused_before_any_token(result, kube, logins, CREDENTIAL_SERVICE_ACCOUNT_NOT_ALLOWED)
+    for name in ("west", "east"):
+        assert f"member {name}: management.arm.credential.serviceAccount.name is {DEPLOYER!r}" in message
+    assert f"({INSTALLER_ACCOUNTS.replace(',', ', ')}), not {NAMESPACE}/{DEPLOYER}" in message
+    assert "chart value credentials.serviceAccounts" in message
+
+
+@pytest.mark.asyncio
+async def test_a_mirror_naming_an_account_the_installer_lists_provisions(
+    provisioned_as: Callable[[str], Awaitable[Any]], kube: KubeServer
+) -> None:
+    result = await provisioned_as("arm-provisioner")
+    assert conditions(result)["Stalled"]["status"] == "False", conditions(result)["Stalled"]["message"]
+    assert [s[0] for s in issued(kube)] == [subject(NAMESPACE, "arm-provisioner")] * 2
 
 
 # -------------------------------------------------------------------------------------------------- DNS
@@ -295,6 +357,26 @@ async def test_a_groups_dns_zone_naming_another_namespaces_service_account_is_re
     assert refused.value.reason == CROSS_NAMESPACE_SERVICE_ACCOUNT and not refused.value.retryable
     assert refused.value.message.startswith(
         f"spec.publishing.dns.zone.credential.serviceAccount.namespace is {OTHER_NAMESPACE!r}"
+    )
+    assert issued(kube) == [] and logins.sources == []
+
+
+@pytest.mark.asyncio
+async def test_a_groups_dns_zone_naming_an_account_the_installer_does_not_list_is_refused(
+    azure: RunningEmulator,
+    kube: KubeServer,
+    client: KubeClient,
+    logins: Logins,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(ACCOUNTS_VARIABLE, "*/arm-provisioner")  # nothing for DNS in any namespace
+    written = dns_writer(kube, NAMESPACE, tenantId=azure.tenant_id)
+    publisher = DnsPublisher(logins.environment(azure))
+    with pytest.raises(ManagementError) as refused:
+        await publisher.publish(client, NAMESPACE, "orders", written, RECORDS)
+    assert refused.value.reason == CREDENTIAL_SERVICE_ACCOUNT_NOT_ALLOWED and not refused.value.retryable
+    assert refused.value.message.startswith(
+        "spec.publishing.dns.zone.credential.serviceAccount.name is 'dns-writer': the installer allows only"
     )
     assert issued(kube) == [] and logins.sources == []
 

@@ -25,7 +25,11 @@ from federator.planning.following import resolve_following
 from federator.planning.task import plan_replication_task
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.secrets import SecretsAtHand
-from federator.reasons import ENDPOINT_HOST_NOT_ALLOWED, OPERATOR_IDENTITY_NOT_ALLOWED
+from federator.reasons import (
+    EMULATOR_ONLY_IN_LOCAL_MODE,
+    ENDPOINT_HOST_NOT_ALLOWED,
+    OPERATOR_IDENTITY_NOT_ALLOWED,
+)
 from federator.reconcile.failovergroup import reconcile
 from federator.reconcile.replicationtask_source import SourceProbes, source_reachable
 from federator.settings import OperatorSettings
@@ -100,6 +104,18 @@ def test_a_task_sending_a_token_to_a_host_outside_azure_is_stalled(host: str) ->
         "spec.targets[0].eventHub.connection.workloadIdentity.fullyQualifiedNamespace: "
     )
     assert "is not an Azure endpoint" in refused.value.message
+
+
+@pytest.mark.parametrize("end", ["source", "target"])
+def test_a_task_naming_the_emulator_is_stalled_in_a_cluster(end: str) -> None:
+    # The emulator is a developer's stand-in, its keys in a local run's file: in a cluster a connection
+    # naming it would reach whatever answers to its name there.
+    spec = task_spec(**{end: {"emulator": {"namespace": "orders"}}})
+    with pytest.raises(PlanningError) as refused:
+        plan_replication_task(name="orders", namespace=NAMESPACE, spec=spec, settings=OperatorSettings())
+    assert refused.value.reason == EMULATOR_ONLY_IN_LOCAL_MODE
+    field = "source" if end == "source" else "targets[0]"
+    assert f"spec.{field}.eventHub.connection" in refused.value.message
 
 
 @pytest.mark.parametrize("host", ATTACKER_HOSTS)

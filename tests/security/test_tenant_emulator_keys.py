@@ -7,15 +7,20 @@ over AMQP the CBS put-token gets status 401 ``InvalidSignature: The token has an
 (what the SDKs raise as an authentication error), over HTTPS the same words with 401. A Microsoft Entra
 principal whose roles are on A gets no claim on B: its links are refused with ``amqp:unauthorized-access``
 and its management calls with 401. The tenant uses only what a tenant has: A's connection string (from
-the ready file, as local mode hands it out), B's address, and A's service principal.
+the ready file, as local mode hands it out), B's address, and A's service principal. Neither may A's
+principal read B's event hub through its `$management` node (a read needs a role on the hub, as on
+Azure), nor may a token B handed A for a few seconds keep A's link open once it expires: the link is
+detached, as Azure detaches it.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
+from azure.core.credentials import AccessToken
 from azure.core.exceptions import ClientAuthenticationError
 from azure.eventhub import EventData, EventHubProducerClient
 from azure.eventhub.exceptions import AuthenticationError, EventHubError
@@ -24,6 +29,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.exceptions import ServiceBusAuthenticationError, ServiceBusAuthorizationError
 from azure.servicebus.management import ServiceBusAdministrationClient
 
+from federator_emulator import auth
 from federator_emulator.server import RunningEmulator
 from federator_emulator.testing import EmulatorFactory
 
@@ -159,18 +165,20 @@ def team_a(shared: RunningEmulator) -> Iterator[ClientSecretCredential]:
         yield credential
 
 
+def plain(emu: RunningEmulator, name: str) -> str:
+    """The namespace's plain AMQP address (an Entra token needs no TLS here)."""
+    return f"localhost:{emu.namespace(name).amqp_port}"
+
+
 def test_an_entra_role_on_one_namespace_gives_nothing_on_another(
     shared: RunningEmulator, team_a: ClientSecretCredential
 ) -> None:
-    def plain(name: str) -> str:
-        return f"localhost:{shared.namespace(name).amqp_port}"
-
     with (
-        ServiceBusClient(plain(OWN), team_a, use_tls=False) as client,
+        ServiceBusClient(plain(shared, OWN), team_a, use_tls=False) as client,
         client.get_queue_sender("orders") as s,
     ):
         s.send_messages(ServiceBusMessage("team a's own"))  # its role holds where it was given
-    client = ServiceBusClient(plain(OTHER), team_a, use_tls=False, retry_total=0)
+    client = ServiceBusClient(plain(shared, OTHER), team_a, use_tls=False, retry_total=0)
     with (
         client,
         pytest.raises(ServiceBusAuthorizationError, match=r"'Send' claim\(s\) are required") as refused,
@@ -178,7 +186,7 @@ def test_an_entra_role_on_one_namespace_gives_nothing_on_another(
     ):
         sender.send_messages(ServiceBusMessage("into team b"))
     assert "amqp:unauthorized-access" in str(getattr(refused.value.inner_exception, "condition", None))
-    producer = EventHubProducerClient(plain(OTHER), "events", team_a, use_tls=False, retry_total=0)
+    producer = EventHubProducerClient(plain(shared, OTHER), "events", team_a, use_tls=False, retry_total=0)
     with producer, pytest.raises(EventHubError, match=r"'Send' claim\(s\) are required") as detached:
         producer.send_batch([EventData("into team b")])
     assert "amqp:unauthorized-access" in str(detached.value)
@@ -190,3 +198,47 @@ def test_an_entra_role_on_one_namespace_gives_nothing_on_another(
         admin.create_queue("planted-by-team-a")
     assert denied.value.status_code == 401
     assert arrived(shared, OTHER) == (0, 0)
+
+
+def test_an_entra_role_on_one_namespace_reads_nothing_of_another_namespaces_event_hub(
+    shared: RunningEmulator, team_a: ClientSecretCredential
+) -> None:
+    with EventHubProducerClient(plain(shared, OWN), "events", team_a, use_tls=False) as producer:
+        # Its own hub, where it has a role, reads.
+        assert producer.get_eventhub_properties()["eventhub_name"] == "events"
+    producer = EventHubProducerClient(plain(shared, OTHER), "events", team_a, use_tls=False, retry_total=0)
+    with producer:
+        with pytest.raises(AuthenticationError, match=r"'Send' or 'Listen' claim\(s\) are required"):
+            producer.get_eventhub_properties()
+        with pytest.raises(AuthenticationError, match=r"'Send' or 'Listen' claim\(s\) are required"):
+            producer.get_partition_properties("0")
+
+
+class HandedOverToken:
+    """A SAS token another team signed for a few seconds and handed over: its holder cannot renew it, and
+    its client, told it lasts an hour, never asks for another."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def get_token(self, *scopes: str, **kwargs: object) -> AccessToken:
+        return AccessToken(self.token, int(time.time()) + 3600)
+
+
+def test_a_link_opened_with_a_handed_over_token_is_detached_when_the_token_expires(
+    shared: RunningEmulator,
+) -> None:
+    port, lifetime = shared.namespace(OTHER).amqp_port, 3
+    key_name = re.search(r"SharedAccessKeyName=([^;]+)", shared.connection_string(OTHER))
+    assert key_name is not None
+    expiry = int(time.time()) + lifetime
+    token = auth.generate_sas_token(
+        f"sb://localhost:{port}/", key_name[1], key_in(shared.connection_string(OTHER)), expiry
+    )
+    client = ServiceBusClient(f"localhost:{port}", HandedOverToken(token), use_tls=False, retry_total=0)
+    with client, client.get_queue_receiver("orders") as receiver:
+        assert receiver.receive_messages(max_wait_time=0.5) == []  # the link is open while the token is valid
+        give_up = time.monotonic() + lifetime + 15
+        with pytest.raises(ServiceBusAuthorizationError, match="has expired"):
+            while time.monotonic() < give_up:  # keeps receiving on the open link until it is detached
+                receiver.receive_messages(max_wait_time=1)

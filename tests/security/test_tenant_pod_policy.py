@@ -3,7 +3,8 @@ one: an image of its choice, another workload's ServiceAccount, or Spark setting
 preload a library, add environment variables or re-authenticate the driver. The installer's pod policy
 (chart `spark.podPolicy`, validation/pod_policy.py) refuses each, with a reason naming the rule, in the
 operator's plan for either launcher (Stalled) and in `federator validate`, at the field's path; what a
-team's task legitimately sets still runs."""
+team's task legitimately sets still runs. The same attempts through a ReplicationApplication (one Spark
+application shared by the namespace's member tasks, its pod settings at `spec.<field>`) are refused alike."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ import pytest
 from tenant_manifests import NAMESPACE, replication_task
 
 from federator import reasons
+from federator.planning.application import plan_application
 from federator.planning.errors import PlanningError
 from federator.planning.task import plan_replication_task
 from federator.settings import OperatorSettings
 from federator.validation import check_object, pod_policy
+from federator_contract.api.base import API_VERSION
+from federator_contract.api.replicationapplication import ReplicationApplicationSpec
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 
 # The installer of a multi-tenant cluster: team-a may run as its own replicator account only.
@@ -74,17 +78,46 @@ def test_the_operator_refuses_pods_the_installer_does_not_allow(
     assert refused.value.message.startswith(f"{path}: ")
 
 
+def validated(manifest: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(path, layer) of each problem `federator validate` reports where the installer's policy is set."""
+    monkeypatch.setenv("FEDERATOR_ALLOWED_SERVICE_ACCOUNTS", POLICY.allowed_service_accounts)
+    pod_policy.cache_clear()
+    try:
+        verdict = check_object(manifest)
+    finally:
+        pod_policy.cache_clear()
+    return [(p.path, p.layer) for p in verdict.problems]
+
+
 @pytest.mark.parametrize(("runtime", "reason", "path"), ATTEMPTS)
 def test_validate_reports_the_same_refusal_at_the_fields_path(
     runtime: dict[str, Any], reason: str, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FEDERATOR_ALLOWED_SERVICE_ACCOUNTS", POLICY.allowed_service_accounts)
-    pod_policy.cache_clear()
-    try:
-        verdict = check_object(replication_task(runtime=runtime))
-    finally:
-        pod_policy.cache_clear()
-    assert [(p.path, p.layer) for p in verdict.problems] == [(path, "policy")]
+    assert validated(replication_task(runtime=runtime), monkeypatch) == [(path, "policy")]
+
+
+def shared_application(runtime: dict[str, Any]) -> dict[str, Any]:
+    """The tenant's ReplicationApplication, with the pod settings a task's runtime would have."""
+    metadata = {"name": "shared", "namespace": NAMESPACE}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ReplicationApplication",
+        "metadata": metadata,
+        "spec": runtime,
+    }
+
+
+@pytest.mark.parametrize(("runtime", "reason", "path"), ATTEMPTS)
+def test_a_shared_application_gets_no_pods_the_installer_does_not_allow_either(
+    runtime: dict[str, Any], reason: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = path.replace("spec.runtime.", "spec.", 1)
+    spec = ReplicationApplicationSpec.model_validate(shared_application(runtime)["spec"])
+    with pytest.raises(PlanningError) as refused:
+        plan_application(name="shared", namespace=NAMESPACE, spec=spec, members=[], settings=POLICY)
+    assert refused.value.reason == reason
+    assert refused.value.message.startswith(f"{at}: ")
+    assert validated(shared_application(runtime), monkeypatch) == [(at, "policy")]
 
 
 def test_every_refused_setting_is_named_when_a_task_tries_several() -> None:

@@ -13,7 +13,7 @@ _LAYER_NOTE = {
     "cel": "refused by the API server: CEL rule",
     "semantic": "reported by the operator as Stalled; the Spark app would not start",
     "secret": "refused by Federator: credentials belong in a Secret",
-    "policy": "reported by the operator as Stalled: the installer's pod policy (FEDERATOR_ALLOWED_*)",
+    "policy": "reported by the operator as Stalled: the installer's policy (FEDERATOR_ALLOWED_*)",
     "warning": "admitted and run; --strict fails on it",
 }
 

@@ -12,6 +12,7 @@ from federator import reasons
 from federator.provision.credentials import CredentialSource, build_credential, credential_source
 from federator.provision.environment import ManagementEnvironment
 from federator.provision.errors import ManagementError
+from federator.provision.scope import ArmScope
 from federator.provision.secrets import SecretSource
 from federator.provision.serviceaccount import ServiceAccountTokens, service_account_login
 from federator.validation.credential_scope import BRING_YOUR_OWN_ARM
@@ -29,9 +30,9 @@ async def arm_login(
     """The token credential for `credential` of a resource in `namespace` acting on `subscription_id`;
     `field` names the credential as users write it (e.g. `member west: management.arm.credential`).
     `kube` must also request tokens (`ServiceAccountTokens`) for a `serviceAccount`. Raises
-    ManagementError: OperatorIdentityNotAllowed and CrossNamespaceServiceAccount (refused before anything
-    is read or signed in), SecretNotFound / SecretKeyNotFound, ServiceAccountNotFound,
-    ManagementAuthFailed."""
+    ManagementError: OperatorIdentityNotAllowed, CrossNamespaceServiceAccount and
+    CredentialServiceAccountNotAllowed (refused before anything is read or signed in), SecretNotFound /
+    SecretKeyNotFound, ServiceAccountNotFound, ManagementAuthFailed."""
     if credential.workload_identity is not None:
         refusal = env.scope.refusal(namespace, subscription_id)
         if refusal is not None:
@@ -42,22 +43,27 @@ async def arm_login(
             )
     source: CredentialSource
     if (account := credential.service_account) is not None:
-        source = await _service_account(kube, namespace, account, f"{field}.serviceAccount")
+        source = await _service_account(kube, namespace, account, env.scope, f"{field}.serviceAccount")
     else:
         source = await credential_source(kube, namespace, credential)
     return build_credential(source, env.credential_factory)
 
 
 async def _service_account(
-    kube: SecretSource, namespace: str, account: ServiceAccountCredential, field: str
+    kube: SecretSource, namespace: str, account: ServiceAccountCredential, scope: ArmScope, field: str
 ) -> CredentialSource:
     """The federated login of an account of `namespace` — never of another namespace, whose identity's
-    grant is not this resource's to use."""
+    grant is not this resource's to use, nor of an account the installer does not list."""
     if account.namespace is not None and account.namespace != namespace:
         raise ManagementError(
             reasons.CROSS_NAMESPACE_SERVICE_ACCOUNT,
             f"{field}.namespace is {account.namespace!r}: Federator signs in only as a ServiceAccount of the "
             f"resource's own namespace ({namespace!r}); drop namespace and name an account of {namespace!r}",
+        )
+    if (refusal := scope.account_refusal(namespace, account.name)) is not None:
+        raise ManagementError(
+            reasons.CREDENTIAL_SERVICE_ACCOUNT_NOT_ALLOWED,
+            f"{field}.name is {account.name!r}: {refusal}; name an account the installer lists",
         )
     if not isinstance(kube, ServiceAccountTokens):
         raise ManagementError(

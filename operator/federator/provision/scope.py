@@ -4,6 +4,8 @@ operator, in the manner of Azure Service Operator's credential scopes: the opera
 only in the namespaces the installer lists and, if the installer lists any, only on those subscriptions.
 Elsewhere a resource brings its own credential from its namespace (`servicePrincipalSecretRef`, or
 `serviceAccount`: a ServiceAccount's federated token), or is refused with `OperatorIdentityNotAllowed`.
+A `serviceAccount` must be one the installer lists (any by default), or is refused with
+`CredentialServiceAccountNotAllowed`.
 
 Subscriptions narrow the namespaces, never widen them: an empty subscription list means "any subscription,
 where the namespace is allowed", because the namespace list (empty by default) is what keeps tenants out;
@@ -43,3 +45,7 @@ class ArmScope:
     def refusal(self, namespace: str, subscription_id: str) -> str | None:
         """Why a resource in `namespace` may not act on `subscription_id` as the operator (None: it may)."""
         return self.namespaces.arm_refusal(namespace, subscription_id)
+
+    def account_refusal(self, namespace: str, name: str) -> str | None:
+        """Why a resource in `namespace` may not sign in as its ServiceAccount `name` (None: it may)."""
+        return self.namespaces.account_refusal(namespace, name)

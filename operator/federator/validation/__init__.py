@@ -13,7 +13,9 @@
    Azure Resource Manager credentials the operator would not sign in to with its own identity in the
    manifest's namespace (`credential_scope`: a warning, since the installer's values decide; it names the
    chart value that would allow it). A ServiceAccount credential of another namespace than the manifest's
-   is a problem (the operator refuses it wherever it runs), a warning when the manifest names none.
+   is a problem (the operator refuses it wherever it runs), as is one the installer's list of credential
+   ServiceAccounts does not allow in the manifest's namespace (read as the pod policy is); each is a
+   warning when the manifest names no namespace.
 
 Every problem is reported once, at its field path, in the order of the document.
 """
@@ -36,7 +38,7 @@ from federator.validation.documents import Document, ManifestError, load_documen
 from federator.validation.identity import identify
 from federator.validation.metadata import metadata_problems
 from federator.validation.pod_policy import PodPolicy
-from federator.validation.problems import Problem, join_path, withheld
+from federator.validation.problems import Layer, Problem, join_path, withheld
 from federator.validation.schema import crd_schema, schema_problems
 from federator.validation.secrets import inline_secret_message, secret_findings
 from federator.validation.semantic import semantic_problems
@@ -117,9 +119,7 @@ def check_object(obj: Any, old: Any = None) -> Verdict:
         semantic = semantic_problems(kind, spec, pod_policy(), operator_scope())
         found += [p for p in semantic if not _overlaps(p.path, refused)]
         if isinstance(namespace := _namespace(stored), str):
-            found += [
-                Problem(f.field_path, f.message, "semantic") for f in _cross_namespace(kind, spec, namespace)
-            ]
+            found += _account_problems(kind, spec, namespace)
     problems = in_document_order(_once([withheld(p) for p in found]), obj)
     # Warnings are about what would run: a refused object has its problems to fix first.
     warnings = [] if problems else in_document_order(_warnings(kind, stored), obj)
@@ -140,7 +140,7 @@ def _warnings(kind: Kind, stored: dict[str, Any]) -> list[Problem]:
         scope = operator_scope()
         findings = scope.identity_findings(model, namespace) + scope.arm_findings(model, namespace)
         if namespace is None:  # with a namespace, a problem (check_object)
-            findings += cross_namespace_accounts(model, None)
+            findings += cross_namespace_accounts(model, None) + scope.account_findings(model, None)
         found += [Problem(f.field_path, f.message, "warning") for f in findings]
     return found
 
@@ -151,12 +151,23 @@ def _namespace(stored: dict[str, Any]) -> str | None:
     return namespace if isinstance(namespace, str) else None
 
 
-def _cross_namespace(kind: Kind, spec: dict[str, Any], namespace: str) -> list[ScopeFinding]:
+def _account_problems(kind: Kind, spec: dict[str, Any], namespace: str) -> list[Problem]:
+    """The ServiceAccount credentials the operator refuses in `namespace`: another namespace's (wherever it
+    runs), and those the installer's list does not allow (its values, read as the pod policy's are)."""
     try:
         model = kind.spec.model_validate(spec)
     except ValidationError:
         return []  # the semantic layer reports it
-    return cross_namespace_accounts(model, namespace) if isinstance(model, SPEC_TYPES) else []
+    if not isinstance(model, SPEC_TYPES):
+        return []
+    return [
+        *_as_problems(cross_namespace_accounts(model, namespace), "semantic"),
+        *_as_problems(operator_scope().account_findings(model, namespace), "policy"),
+    ]
+
+
+def _as_problems(findings: list[ScopeFinding], layer: Layer) -> list[Problem]:
+    return [Problem(f.field_path, f.message, layer) for f in findings]
 
 
 def validate_object(obj: Any, old: Any = None) -> tuple[Kind | None, list[Problem]]:

@@ -12,8 +12,13 @@ the operator may sign in with its own Azure identity.
   `OperatorIdentityNotAllowed`. Azure Resource Manager work (a mirror member's and a DNS zone's
   `credential.workloadIdentity`) likewise, and only on the subscriptions the installer lists, if it lists
   any (provision/scope.py); there a resource brings a Secret or a ServiceAccount of its namespace.
+- **ServiceAccounts as Azure credentials.** A mirror member's or DNS zone's `credential.serviceAccount` has
+  the operator request that account's token and sign in as its Entra identity. The installer lists the
+  accounts a resource may name (`name` or `namespace/name`, globs; any by default): a multi-tenant install
+  lists those meant for Federator's ARM work, so that a tenant cannot have the operator sign in as another
+  workload's account of its namespace. Refused: `CredentialServiceAccountNotAllowed`.
 
-The operator enforces both (Stalled, or the probe's condition, with the reason); `federator validate`
+The operator enforces each (Stalled, or the probe's condition, with the reason); `federator validate`
 reports a host as a problem and the operator's identity as a warning (it depends on the namespace the
 manifest is applied in), naming the chart value that would allow it. Local mode (`federator run`) signs
 in as the developer and reaches its emulator: neither rule applies there.
@@ -22,12 +27,13 @@ in as the developer and reaches its emulator: neither rule applies there.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
 
 from federator.reasons import (
+    CREDENTIAL_SERVICE_ACCOUNT_NOT_ALLOWED,
     CROSS_NAMESPACE_SERVICE_ACCOUNT,
     ENDPOINT_HOST_NOT_ALLOWED,
     OPERATOR_IDENTITY_NOT_ALLOWED,
@@ -37,7 +43,11 @@ from federator_contract.api.base import WorkloadIdentity
 from federator_contract.api.connections import Role, Spec, connections
 from federator_contract.api.failovergroup import FailoverGroupSpec
 from federator_contract.api.replicationtask import ReplicationTaskSpec
-from federator_contract.api.servicebusmirror import ArmCredential, ServiceBusMirrorSpec
+from federator_contract.api.servicebusmirror import (
+    ArmCredential,
+    ServiceAccountCredential,
+    ServiceBusMirrorSpec,
+)
 from federator_contract.api.translation import BlobWorkloadIdentity
 
 # Event Hubs and Service Bus namespaces: the public cloud (legacy `servicebus.windows.net`, and the
@@ -80,6 +90,8 @@ BRING_YOUR_OWN_ARM = (
 )
 NAMESPACES_VALUE = "chart value credentials.operatorIdentityNamespaces"
 SUBSCRIPTIONS_VALUE = "chart value credentials.operatorIdentitySubscriptions"
+ACCOUNTS_VALUE = "chart value credentials.serviceAccounts"
+ACCOUNTS_VARIABLE = "FEDERATOR_ALLOWED_CREDENTIAL_SERVICE_ACCOUNTS"
 
 
 @functools.cache
@@ -104,6 +116,9 @@ class CredentialScope:
     """Namespaces (globs) whose resources may use the operator's own identity."""
     identity_subscriptions: tuple[str, ...] = ()
     """Azure subscriptions (lower case) on which ARM work may use it; empty: any, where the namespace may."""
+    service_accounts: tuple[str, ...] = ("*",)
+    """ServiceAccounts a resource may name as its ARM credential: `name` (in any namespace) or
+    `namespace/name`, each part a glob."""
     local: bool = False
     """Local mode: the developer's own identity and emulators; nothing is refused."""
 
@@ -114,6 +129,7 @@ class CredentialScope:
             extra_suffixes=suffixes,
             identity_namespaces=tuple(listed(settings.operator_identity_namespaces)),
             identity_subscriptions=tuple(s.lower() for s in listed(settings.operator_identity_subscriptions)),
+            service_accounts=tuple(listed(settings.allowed_credential_service_accounts)),
         )
 
     def host_findings(self, spec: Spec) -> list[ScopeFinding]:
@@ -149,6 +165,31 @@ class CredentialScope:
             f"FEDERATOR_OPERATOR_IDENTITY_SUBSCRIPTIONS ({', '.join(self.identity_subscriptions)}), "
             f"not on {subscription_id} ({SUBSCRIPTIONS_VALUE})"
         )
+
+    def account_refusal(self, namespace: str | None, name: str) -> str | None:
+        """Why a resource in ``namespace`` (None: not known yet) may not name ServiceAccount ``name`` as its
+        Azure credential (None: it may)."""
+        if self.local or any(_account_matches(entry, namespace, name) for entry in self.service_accounts):
+            return None
+        account = f"{namespace}/{name}" if namespace else f"{name!r} (the manifest names no namespace)"
+        return (
+            f"the installer allows only the ServiceAccounts listed in {ACCOUNTS_VARIABLE} "
+            f"({', '.join(self.service_accounts) or 'none'}), not {account} ({ACCOUNTS_VALUE})"
+        )
+
+    def account_findings(self, spec: Spec, namespace: str | None) -> list[ScopeFinding]:
+        """The ARM credentials of ``spec`` naming a ServiceAccount the installer's list does not allow in
+        ``namespace``: each such resource is Stalled."""
+
+        def why(account: ServiceAccountCredential, stalled: str) -> str | None:
+            if (refusal := self.account_refusal(namespace, account.name)) is None:
+                return None
+            return (
+                f"Federator would sign in to Azure as this ServiceAccount, and {refusal}: {stalled} "
+                "(CredentialServiceAccountNotAllowed); name an account the installer lists"
+            )
+
+        return _account_findings(spec, "name", CREDENTIAL_SERVICE_ACCOUNT_NOT_ALLOWED, why)
 
     def arm_findings(self, spec: Spec, namespace: str | None) -> list[ScopeFinding]:
         """The ARM credentials of ``spec`` (a mirror's members, a group's DNS zone) that would sign in as
@@ -213,17 +254,28 @@ def cross_namespace_accounts(spec: Spec, namespace: str | None) -> list[ScopeFin
     """The ARM credentials of ``spec`` naming a ServiceAccount of another namespace than ``namespace``
     (None: the manifest names none, so any namespace written is a guess): the operator refuses each."""
     where = f"the resource's ({namespace!r})" if namespace else "the one the manifest is applied in"
-    return [
-        ScopeFinding(
-            f"{path}.serviceAccount.namespace",
-            CROSS_NAMESPACE_SERVICE_ACCOUNT,
+
+    def why(account: ServiceAccountCredential, stalled: str) -> str | None:
+        if account.namespace is None or account.namespace == namespace:
+            return None
+        return (
             f"Federator signs in only as a ServiceAccount of the resource's own namespace, and "
-            f"{account.namespace!r} is not {where}: {stalled} (CrossNamespaceServiceAccount); drop namespace",
+            f"{account.namespace!r} is not {where}: {stalled} (CrossNamespaceServiceAccount); drop namespace"
         )
+
+    return _account_findings(spec, "namespace", CROSS_NAMESPACE_SERVICE_ACCOUNT, why)
+
+
+def _account_findings(
+    spec: Spec, field: str, reason: str, why: Callable[[ServiceAccountCredential, str], str | None]
+) -> list[ScopeFinding]:
+    """A finding at `<credential>.serviceAccount.<field>` for each ARM credential of ``spec`` whose
+    ServiceAccount ``why`` refuses (given the account and what a refusal stalls), with its words."""
+    return [
+        ScopeFinding(f"{path}.serviceAccount.{field}", reason, message)
         for path, credential, _, stalled in arm_credentials(spec)
         if (account := credential.service_account) is not None
-        and account.namespace is not None
-        and account.namespace != namespace
+        and (message := why(account, stalled)) is not None
     ]
 
 
@@ -239,6 +291,15 @@ def arm_credentials(spec: Spec) -> Iterator[tuple[str, ArmCredential, str, str]]
         zone = spec.publishing.dns.zone
         path = "spec.publishing.dns.zone.credential"
         yield path, zone.credential, zone.subscription_id, "no DNS record is written"
+
+
+def _account_matches(entry: str, namespace: str | None, name: str) -> bool:
+    """Whether list entry ``name`` or ``namespace/name`` (globs) allows account ``name`` of ``namespace``
+    (None: unknown, so only an entry for any namespace can)."""
+    if "/" not in entry:
+        return fnmatchcase(name, entry)
+    namespaces, names = entry.split("/", 1)
+    return namespace is not None and fnmatchcase(namespace, namespaces) and fnmatchcase(name, names)
 
 
 def _under(host: str, suffixes: tuple[str, ...]) -> bool:
