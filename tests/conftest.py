@@ -1,8 +1,9 @@
 """Fixtures shared by the whole suite: the Azure messaging emulator and a faithful fake Kubernetes API.
 
-``./dev test`` runs the suite on two pytest-xdist workers (``-n 2``): ``support/suite_split.py`` says
-which file goes where (the Spark JVM lane, longest first from ``tests/durations.json``, kept by
-``support/durations.py``), ``support/tiers.py`` which tests are left to ``./dev test --full``."""
+``./dev test`` runs the suite on two pytest-xdist workers (``-n 2``; ``FEDERATOR_TEST_WORKERS`` sets
+another number): ``support/suite_split.py`` says which file goes where (the Spark JVM lane, longest first
+from ``tests/durations.json``, kept by ``support/durations.py``), ``support/tiers.py`` which tests are left
+to ``./dev test --full``."""
 
 pytest_plugins = [
     "federator_emulator.testing",

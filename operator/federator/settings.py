@@ -35,6 +35,11 @@ class OperatorSettings:
     observe_interval_seconds: int = 15
     """How often each task's Spark application is observed and drift is corrected. 15 s: status stays
     fresh for on-call engineers without loading the API server (one GET per task per interval)."""
+    source_probe_interval_seconds: int = 60
+    """How long a ReplicationTask source's probe answer (condition SourceReachable) holds: one AMQP
+    connection per source and credential per period, shared by every pass and task that reads it. A
+    changed connection (another Secret value, a followed group's switch) is probed at once. Probing at
+    every observe pass was half the operator's idle CPU with 1,000 tasks."""
     retry_seconds: int = 30
     """Pause before retrying a task blocked on something outside it (a missing Secret, no launcher)."""
     metrics_port: int = 9090
@@ -58,6 +63,10 @@ class OperatorSettings:
     allowed_spark_conf: str = ""
     """Spark settings a task may set besides the built-in tuning keys: comma-separated keys or globs
     (`podPolicy.sparkConf`)."""
+    allowed_credential_service_accounts: str = "*"
+    """ServiceAccounts a mirror member's or DNS zone's `credential.serviceAccount` may name: comma-separated
+    `name` or `namespace/name`, each part a glob (the chart's `credentials.serviceAccounts`;
+    validation/credential_scope.py). Any, by default."""
     allowed_endpoint_suffixes: str = ""
     """Host suffixes a `workloadIdentity` connection may name besides Azure's own (public, partitioned and
     sovereign clouds; validation/credential_scope.py): comma-separated, e.g. an emulator's Service name or

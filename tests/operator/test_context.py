@@ -4,10 +4,15 @@ object is forgotten."""
 from __future__ import annotations
 
 import copy
+import types
 
 import kopf
 import pytest
 
+from federator import recent
+from federator.failover.connections import MemberConnection
+from federator.failover.probes import EntityRef
+from federator.failover.state import ProbeOutcome
 from federator.handlers.context import OperatorContext
 from federator.provision.scope import ArmScope
 from federator.settings import OperatorSettings
@@ -60,3 +65,34 @@ def test_arm_work_signs_in_as_the_operator_only_where_the_installer_allows() -> 
     assert scope == ArmScope.from_settings(settings)
     assert scope.refusal("platform", "00000000-0000-0000-0000-000000000001") is None
     assert scope.refusal("team-a", "00000000-0000-0000-0000-000000000001") is not None
+
+
+@pytest.mark.asyncio
+async def test_a_source_probe_answer_holds_for_its_own_period_and_a_new_connection_is_probed_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Observed every second, probed once a minute: passes in between share the answer; a rotated Secret
+    (another connection string) or the probe period running out probes again."""
+    settings = OperatorSettings(observe_interval_seconds=1, source_probe_interval_seconds=60)
+    context = OperatorContext(settings, serve_metrics=False)
+    clock = [1000.0]
+    monkeypatch.setattr(recent, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    probed: list[str] = []
+
+    async def probe(connection: MemberConnection, entity: EntityRef, timeout: float) -> ProbeOutcome:
+        probed.append(connection.connection_string or "")
+        return ProbeOutcome(True)
+
+    monkeypatch.setattr(context.failover.prober, "probe", probe)
+    orders = EntityRef("eventHub", "orders", consumer_group="$Default")
+    key = MemberConnection(connection_string="Endpoint=sb://weu/;SharedAccessKey=a")
+    for seconds in (0, 1, 30, 59):  # passes within the period: one probe
+        clock[0] = 1000.0 + seconds
+        assert (await context.source_probes.probe(key, orders)).healthy
+    assert probed == [key.connection_string]
+
+    rotated = MemberConnection(connection_string="Endpoint=sb://weu/;SharedAccessKey=b")
+    await context.source_probes.probe(rotated, orders)
+    clock[0] = 1060.0
+    await context.source_probes.probe(key, orders)
+    assert probed == [key.connection_string, rotated.connection_string, key.connection_string]

@@ -1,5 +1,5 @@
 """Outages ridden out: the target's, then the source's emulator stops mid-stream (a minute each in the full
-tier, twenty seconds in CI's) and comes back with its data on the same port. The replication app keeps
+tier, ten seconds in CI's) and comes back with its data on the same port. The replication app keeps
 running, reports each outage in its status with the broker's words, recovers by itself, and every event
 arrives exactly once (effectively-once)."""
 
@@ -25,7 +25,7 @@ from spark_helpers import prop, read_all, start_app
 
 from federator_contract.appstatus import read_status
 from support.connections import write_connection_files
-from support.polling import eventually
+from support.polling import eventually, eventually_more
 
 pytestmark = [
     pytest.mark.slow,
@@ -144,6 +144,8 @@ def count(connection_string: str) -> int:
 
 # The most an outage may go unreported: the app's retries with their backoff, on a loaded machine.
 REPORTED_WITHIN_SECONDS = 90
+# Events the target must gain after an outage (two seconds of traffic): the app is seen writing again.
+RESUMED_EVENTS = 200
 
 
 def outage(
@@ -164,23 +166,29 @@ def outage(
     stopped.start()
 
 
+def resumed(target: EmulatorProcess) -> None:
+    """Until the target holds ``RESUMED_EVENTS`` more than now: replication goes on after an outage."""
+    message = "replication did not resume after the outage"
+    eventually_more(lambda: count(target.connection_string), RESUMED_EVENTS, 120, message)
+
+
 def test_outages_of_the_target_then_the_source_are_ridden_out_and_every_event_arrives_once(
     tmp_path, topology, in_full_tier
 ) -> None:
-    """One app rides out both outages: a minute each in the full tier, twenty seconds in CI's."""
+    """One app rides out both outages: a minute each in the full tier, ten seconds in CI's."""
     west, east, traffic = topology
-    seconds = 60.0 if in_full_tier else 20.0
+    seconds = 60.0 if in_full_tier else 10.0
     status_file, log = tmp_path / "status.json", tmp_path / "replicate.log"
     app = start_app(tmp_path / "task.json", log)
     try:
         traffic.start()
         eventually(lambda: count(east.connection_string) >= 300, 300, "nothing replicated before the outage")
         outage(status_file, app, log, east, "TargetUnavailable", seconds)
-        time.sleep(10)  # traffic goes on between the outages
+        resumed(east)  # traffic goes on between the outages
         traffic.paused.set()
         outage(status_file, app, log, west, "SourceUnavailable", seconds)
         traffic.paused.clear()
-        time.sleep(10)  # traffic goes on after the outage
+        resumed(east)  # traffic goes on after the outage, read from the source again
         traffic.done.set()
         traffic.join(30)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import copy
 import datetime
 import secrets
 import string
@@ -32,6 +31,7 @@ from kmock._internal import dicts, enums, references, rendering
 from typing_extensions import override
 
 from . import server_side_apply as ssa
+from .field_sets import json_copy
 from .resources import load_bundled
 from .selectors import UnsupportedSelector, compile_selectors
 
@@ -147,7 +147,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         return str(self._rv)
 
     async def _emit(self, resource: Resource, kind: str, obj: Obj) -> None:
-        event = {"type": kind, "object": copy.deepcopy(obj)}
+        event = {"type": kind, "object": json_copy(obj)}
         self._journal.append((int(obj["metadata"]["resourceVersion"]), resource, event))
         await self._buses[resource].put(event)
 
@@ -278,7 +278,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         """Apply a patch: a failed JSON-patch ``test`` is 422, a stale ``resourceVersion`` 409, never 500."""
         self._precondition(old, patch)
         try:
-            return copy.deepcopy(dict(dicts.patch_dict(copy.deepcopy(old), patch)))
+            return json_copy(dict(dicts.patch_dict(old, patch)))  # neither patch kind changes `old`
         except jsonpatch.JsonPatchTestFailed as e:
             raise _error(422, "Invalid", f"the JSON patch test operation failed: {e}") from e
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, ValueError, TypeError) as e:
@@ -290,7 +290,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         if not self._has_status(request.resource):
             return new
         if request.subresource == "status":
-            result = copy.deepcopy(old)
+            result = json_copy(old)
             source = new
         else:
             result = new
@@ -324,7 +324,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         if request.params.get("force") is not None:
             raise _error(422, "Invalid", "force: Forbidden: may not be specified for non-apply patch")
         stored = self._stored(request)
-        old = copy.deepcopy(stored.raw)
+        old = json_copy(stored.raw)
         new = self._isolate_status(request, old, self._apply_patch(old, self._patch_body(request)))
         new.setdefault("metadata", {})
         self._keep_system_fields(old, new)
@@ -383,7 +383,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         key = (request.resource, namespace, request.name)
         if key in self._objects and not self._objects[key].deleted:
             stored = self._objects[key]
-            old = copy.deepcopy(stored.raw)
+            old = json_copy(stored.raw)
             self._precondition(old, applied)
             new = self._applied_to(request, old, applied, write, force)
             self._keep_system_fields(old, new)
@@ -419,7 +419,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         """DELETE. With finalizers it only sets deletionTimestamp (and bumps generation, rv); else deletes."""
         assert request.resource is not None
         stored = self._stored(request)
-        obj = copy.deepcopy(stored.raw)
+        obj = json_copy(stored.raw)
         meta = obj["metadata"]
         if meta.get("deletionTimestamp"):
             return
@@ -454,7 +454,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             and request.name in (None, name)
             and matches(obj.raw)
         ]
-        return [copy.deepcopy(raw) for _, _, raw in sorted(found, key=lambda t: t[:2])]
+        return [json_copy(raw) for _, _, raw in sorted(found, key=lambda t: t[:2])]
 
     def _list_kind(self, resource: Resource) -> tuple[str, str]:
         info = self._resources[resource] if resource in self._resources else kmock.ResourceInfo()
@@ -481,7 +481,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             raise _error(400, "BadRequest", f"invalid resourceVersion {since!r}")
         matches = compile_selectors(request.params)
         return [
-            copy.deepcopy(event)
+            json_copy(event)
             for rv, resource, event in self._journal
             if rv > int(since)
             and resource == request.resource

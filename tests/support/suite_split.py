@@ -1,13 +1,17 @@
-"""How ``./dev test`` shares the suite between its two pytest-xdist workers.
+"""How ``./dev test`` shares the suite between its pytest-xdist workers (two unless
+``FEDERATOR_TEST_WORKERS`` says otherwise).
 
 A work unit is a test file. Files marked ``jvm`` (they start a Spark JVM: an in-process session, the
-replication app, local mode, a benchmark) form one lane: at most one of them runs at a time, on whichever
-worker is free, because two JVMs and their Python workers on two cores slow each other past the
-deadlines those tests were written for. Every other file goes to any worker.
+replication app, local mode, a benchmark) form one lane: while other files are left, at most one of them
+runs at a time, on whichever worker is free, because two JVMs and their Python workers on two cores slow
+each other and the files beside them. Every other file goes to any worker.
 
 The lane is the critical path, so a free worker takes the longest lane file when the lane is free and
 otherwise the longest other file (longest first, from ``tests/durations.json``; a file never timed
-counts its tests at the suite's mean), and the short files fill the end.
+counts its tests at the suite's mean), and the short files fill the end. Once nothing but lane files is
+left (the tail), a free worker takes the longest of them beside the running one: two JVMs for the last
+files beat a worker idle until the end. The run's summary says when each worker finished and when the
+tail began, so CI's log shows how even the split was.
 
 The controller cannot see markers (only the workers collect), so each worker writes the lane files it
 collected to a file the controller names for it, before it reports its collection."""
@@ -17,6 +21,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,8 @@ from xdist.workermanage import WorkerController
 from support import durations
 
 LANE_MARKER = "jvm"
+# Lane files at once in the tail (none other left): two JVMs share the two cores; a third worker waits.
+TAIL_LANE_FILES = 2
 _LANE_FILE_KEY = "federator_lane_file"
 
 
@@ -57,6 +64,7 @@ class LaneScheduling(LoadScopeScheduling):
         self.lane_files = lane_files
         self.lane: set[str] = set()
         self.rank: dict[str, int] = {}
+        self.tail_began: float | None = None  # time.monotonic() when a second lane file was first handed out
 
     def _split_scope(self, nodeid: str) -> str:
         return work_unit(nodeid)
@@ -69,24 +77,35 @@ class LaneScheduling(LoadScopeScheduling):
             self.rank = {unit: rank for rank, unit in enumerate(order)}
         super().schedule()
 
-    def _lane_busy_elsewhere(self, node: WorkerController) -> bool:
-        return any(
-            other is not node and unit in self.lane and not all(tests.values())
+    def _lane_workers_elsewhere(self, node: WorkerController) -> int:
+        """The other workers running (or holding) a lane file not finished yet."""
+        return sum(
+            any(unit in self.lane and not all(tests.values()) for unit, tests in assigned.items())
             for other, assigned in self.assigned_work.items()
-            for unit, tests in assigned.items()
+            if other is not node
         )
 
     def _next_unit(self, node: WorkerController) -> str | None:
-        blocked = self._lane_busy_elsewhere(node)
-        allowed = (unit for unit in self.workqueue if not (blocked and unit in self.lane))
-        runnable = sorted(allowed, key=self.rank.__getitem__)
+        """The longest lane file while the lane is free, else the longest other file; when only lane
+        files are left (the tail), the longest of them beside the one running, up to TAIL_LANE_FILES."""
+        runnable: list[str] = sorted(self.workqueue, key=self.rank.__getitem__)
         lane_units = [unit for unit in runnable if unit in self.lane]
-        return (lane_units or runnable or [None])[0]
+        others = [unit for unit in runnable if unit not in self.lane]
+        lane_elsewhere = self._lane_workers_elsewhere(node)
+        if lane_units and lane_elsewhere == 0:
+            return lane_units[0]
+        if others:
+            return others[0]
+        if not lane_units or lane_elsewhere >= TAIL_LANE_FILES:
+            return None  # waits for the next completion
+        if self.tail_began is None:
+            self.tail_began = time.monotonic()
+        return lane_units[0]
 
     def _assign_work_unit(self, node: WorkerController) -> None:
         unit = self._next_unit(node)
         if unit is None:
-            return  # the lane is busy on the other worker: this one waits for the next completion
+            return
         self.workqueue.move_to_end(unit, last=False)
         super()._assign_work_unit(node)
 
@@ -107,11 +126,15 @@ class LaneScheduling(LoadScopeScheduling):
 
 
 class LaneReporting:
-    """The controller's side: a lane file per worker, and the scheduler that reads them."""
+    """The controller's side: a lane file per worker, the scheduler that reads them, and the summary of
+    how the run went (when each worker finished, when the tail began)."""
 
     def __init__(self) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="federator-lanes-"))
         self.lane_files: list[Path] = []
+        self.started = time.monotonic()
+        self.finished: dict[str, float] = {}
+        self.scheduler: LaneScheduling | None = None
 
     def pytest_configure_node(self, node: WorkerController) -> None:
         path = self.directory / f"{node.gateway.id}.json"
@@ -120,10 +143,25 @@ class LaneReporting:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> LaneScheduling:
-        return LaneScheduling(config, log, self.lane_files)
+        self.scheduler = LaneScheduling(config, log, self.lane_files)
+        return self.scheduler
+
+    def pytest_testnodedown(self, node: WorkerController) -> None:
+        self.finished[node.gateway.id] = time.monotonic()
 
     def pytest_sessionfinish(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        tail = self.scheduler.tail_began if self.scheduler else None
+        terminalreporter.write_line(split_summary(self.started, self.finished, tail))
+
+
+def split_summary(started: float, finished: dict[str, float], tail_began: float | None) -> str:
+    """One line for CI's log: when each worker finished, and when nothing but lane files was left."""
+    workers = ", ".join(f"{name} at {at - started:.0f} s" for name, at in sorted(finished.items()))
+    tail = f"from {tail_began - started:.0f} s" if tail_began is not None else "none"
+    return f"split: workers finished {workers or '(none)'}; two lane files at once (the tail) {tail}"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker sends its collection to the controller

@@ -47,6 +47,9 @@ class ObjectState:
     """A task's spec as parsed and children as planned."""
     application: ApplicationMemory = field(default_factory=ApplicationMemory)
     """A ReplicationApplication's Spark application as last planned."""
+    followed: tuple[int, list[str]] | None = None
+    """The FailoverGroups a task's spec follows, at a generation (handlers/followers.py): kopf indexes every
+    watch event, and a status write must not validate the unchanged spec again."""
 
 
 class ObjectRegistry:
@@ -57,6 +60,10 @@ class ObjectRegistry:
 
     def of(self, body: kopf.Body) -> ObjectState:
         return self._states.setdefault(_key(body), ObjectState())
+
+    def known(self, uid: str) -> ObjectState | None:
+        """The state kept for `uid`, without creating one (for what must not outlive a forgotten object)."""
+        return self._states.get(uid)
 
     def wake(self, uids: Iterable[str]) -> int:
         """Set the wake-up event of each object known here; returns how many were. An object not known yet
@@ -96,7 +103,7 @@ class OperatorContext:
         scope = CredentialScope.from_settings(self.settings)
         self.failover = FailoverRuntime(self.management, scope=scope)
         self.source_probes = SourceProbes(
-            self.failover.prober, scope, ttl=self.settings.observe_interval_seconds
+            self.failover.prober, scope, ttl=self.settings.source_probe_interval_seconds
         )
         self.objects = ObjectRegistry()
         self._client: KubeClient | None = None

@@ -14,7 +14,7 @@ from typing import Any
 import kopf
 from pydantic import ValidationError
 
-from federator.handlers.context import ObjectRegistry
+from federator.handlers.context import ObjectRegistry, ObjectState, OperatorContext
 from federator.planning.following import followed_groups
 from federator_contract.api.base import GROUP, VERSION
 from federator_contract.api.replicationtask import ReplicationTaskSpec
@@ -23,14 +23,27 @@ Followed = tuple[str, str]
 """(namespace, FailoverGroup name): a key of the index."""
 
 
+# Async although it awaits nothing: kopf runs a plain function in its thread pool, and a hand-off per watch
+# event of every task (each status write is one) cost more than the work itself.
 @kopf.index(GROUP, VERSION, "replicationtasks")
-def followers(
-    namespace: str | None, uid: str | None, spec: kopf.Spec, **_: Any
+async def followers(
+    namespace: str | None, uid: str | None, spec: kopf.Spec, meta: kopf.Meta, memo: OperatorContext, **_: Any
 ) -> dict[Followed, str] | None:
     """Each group the task follows → the task's uid (the key of its state in the operator's registry)."""
     if namespace is None or uid is None:
         return None
-    return {(namespace, group): uid for group in followed_in(spec)} or None
+    return {(namespace, group): uid for group in followed_at(memo.objects.known(uid), meta, spec)} or None
+
+
+def followed_at(state: ObjectState | None, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> list[str]:
+    """`followed_in(spec)`, kept in the task's state for its generation: the spec changes only with it."""
+    generation = meta.get("generation")
+    if state is not None and state.followed is not None and state.followed[0] == generation:
+        return state.followed[1]
+    found = followed_in(spec)
+    if state is not None and isinstance(generation, int):
+        state.followed = (generation, found)
+    return found
 
 
 def followed_in(spec: Mapping[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 import kopf
 
 from federator.handlers.context import OperatorContext
-from federator.status.results import Result
+from federator.status.results import Result, status_field
 from federator_contract.api.base import ObjectStatus
 
 
@@ -64,7 +64,7 @@ def settled_passes(
     has a generation in hand (observing it now would race the handler's write)."""
 
     async def one_pass() -> dict[str, Any] | None:
-        if ObjectStatus.model_validate(dict(body.status)).observed_generation != body.meta.get("generation"):
+        if status_field(ObjectStatus, body.status, "observed_generation") != body.meta.get("generation"):
             return None
         return (await run()).status_patch
 

@@ -48,7 +48,7 @@ from federator.reconcile.taskpods import judge_checkpoint_claim, judge_service_a
 from federator.settings import OperatorSettings
 from federator.status import conditions as cond
 from federator.status.events import Note
-from federator.status.results import Findings, Result, status_result, written
+from federator.status.results import Findings, Result, status_field, status_result, written
 from federator.validation.semantic import semantic_problems
 from federator.validation.warnings import spec_warnings
 from federator_contract.api.kinds import REPLICATION_TASK
@@ -192,7 +192,7 @@ async def _own_outcome(
     api_version, stored = planned.launcher.API_VERSION, applied.stored_app
     driver = await failed_driver_pod(reads.client, meta["namespace"], api_version, stored)
     observation = observe(api_version, stored, driver)
-    existed = ReplicationTaskStatus.model_validate(body.get("status") or {}).spark_application is not None
+    existed = status_field(ReplicationTaskStatus, body.get("status"), "spark_application") is not None
     found = findings(planned, applied, observation, existed=existed)
     if observation.phase == "Running":  # counts, lag per partition and translation, from the driver
         found.status_fields.update(
