@@ -41,6 +41,12 @@ def read_status(path: str) -> dict[str, Any]:
         return {}
 
 
+def write_status(path: str, status: dict[str, Any]) -> None:
+    """Replace the status file whole and durably (the sink's commit and a following source's stay both
+    write it)."""
+    write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True), durable=True)
+
+
 # Events read but deliberately not written, by reason (status file key → TaskReport counter): each is
 # counted so "replicated < read" always has an explanation.
 DROP_REASONS = {
@@ -107,7 +113,7 @@ def begin_stay(path: str) -> None:
     between two on the same member left the time of the first of those stays standing."""
     status = read_status(path)
     status[STAY] = "begun"
-    write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True), durable=True)
+    write_status(path, status)
 
 
 def arrived(path: str) -> None:
@@ -116,7 +122,7 @@ def arrived(path: str) -> None:
     status = read_status(path)
     if status.get(STAY) == "begun":
         status[STAY], status[FIRST_BATCH_ON_MEMBER] = "arrived", iso_epoch(time.time())
-        write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True), durable=True)
+        write_status(path, status)
 
 
 def fold(
@@ -176,7 +182,7 @@ def fold(
             "stepBatches": status.get("stepBatches", 0) + 1,
         }
     )
-    write_atomically(Path(path), json.dumps(status, indent=2, sort_keys=True), durable=True)
+    write_status(path, status)
     return status
 
 
