@@ -15,16 +15,18 @@ a disaster-recovery topology runs), unless ``--at-least-once``.
 Planned switches alternate the members: the group's manifest is edited (`activeMember`, a new
 `switchRequest`) and saved, as a `kubectl apply` would, and local mode picks the edit up at the group's
 next round (every second here). A switch back to the primary is a failback: producers first, consumers
-at the next round (`drainTimeoutSeconds: 0`: a hub has nothing to drain). Per switch: request →
-decided (the round that decides publishes the endpoints), decided → replication flowing on the new
-member (the first event sent to it read from the archive), decided → the producers' first successful
-send on it. At the end, after the traffic stops and the archive has settled: events lost (sent, never
-archived), duplicated (archived twice), out of order per key (a key's events archived after a later one
-of the same key; here, what a switch left behind on a member, replicated when the task came back to it),
-events left behind at each switch (sent to the member it left, not archived when replication flowed
-on the new member), and the Spark JVMs the run used (a hot switch keeps one). The
-baseline, measured in the same run before the first switch: the steady replication latency (send →
-archived), against which the time to flow again is given as a ratio.
+once the secondary is drained (the following task replicated what producers sent there: its lag there,
+measured after they left, is nothing; `drainTimeoutSeconds` bounds the wait), the wait given as
+`failback_drain_s`. Per switch: request → decided (the round that decides publishes the endpoints),
+decided → replication flowing on the new member (the first event sent to it read from the archive; from
+the consumers' switch on a failback), decided → the producers' first successful send on it. At the end,
+after the traffic stops and the archive has settled: events lost (sent, never archived), duplicated
+(archived twice), out of order per key (a key's events archived after a later one of the same key; here,
+what a switch left behind on a member, replicated when the task came back to it), events left behind at
+each switch (sent to the member it left, not archived when replication flowed on the new member), and the
+Spark JVMs the run used (a hot switch keeps one). The baseline, measured in the same run before the first
+switch: the steady replication latency (send → archived), against which the time to flow again is given
+as a ratio.
 
 With ``--kills N`` the group runs in automatic mode with a second task, `orders-geo`, copying `orders`
 from the primary to a hub of that name on the secondary; after the planned switches (back on the
@@ -53,6 +55,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import tempfile
 import threading
 import time
@@ -62,7 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.failover_run import FAILURE_THRESHOLD, GEO_TASK, MEMBERS, PROBE_PERIOD, LocalRun
-from bench.failover_traffic import Producer, Reader
+from bench.failover_traffic import Producer, Reader, read_back
 from bench.processes import load
 from federator.local.drill import Archived, Sent, damage, detection_goal, left_behind, percentiles, wait_until
 from federator.local.outage import set_outage
@@ -85,6 +88,13 @@ class Switch:
     decided: float
     flowing: float
     producers: float
+    consumers_decided: float | None = None
+    """A failback's consumers' switch, once the member they left was drained (None: with the producers)."""
+
+    @property
+    def flowing_after(self) -> float:
+        """Decided → replication flowing: from the consumers' switch (the follower moves with them)."""
+        return self.flowing - (self.consumers_decided or self.decided)
 
 
 @dataclass(frozen=True)
@@ -109,9 +119,17 @@ def switch(run: LocalRun, traffic: Traffic, number: int, to: str) -> Switch:
     wait(lambda: published("producer"), f"the group did not switch its producers to {to}")
     decided = run.group.endpoints_file.stat().st_mtime  # the round that decides publishes at once
     wait(lambda: published("consumer"), f"the group did not switch its consumers to {to}")
+    consumers = run.group.endpoints_file.stat().st_mtime  # written on a change only
     flowing = wait(lambda: traffic.archive.first_from(to, decided), f"no event sent to {to} was archived")
     wait(lambda: len(producer.first_send[to]) > starts_before, f"the producers did not send to {to}")
-    return Switch(to, requested, decided, flowing, producer.first_send[to][-1])
+    return Switch(
+        to,
+        requested,
+        decided,
+        flowing,
+        producer.first_send[to][-1],
+        consumers if consumers > decided else None,
+    )
 
 
 def wait(check: Any, what: str, timeout: float = SWITCH_SECONDS) -> Any:
@@ -161,7 +179,7 @@ def kill(run: LocalRun, traffic: Traffic, settle: float) -> Forced:
     revived = time.time()
     set_outage(StateDir(run.state), "primary", False)
     confirmed = _confirmed(run, killed)
-    held, partitions = primary_held(run, _read_from(producer.sent, copied, killed))
+    held, partitions = read_back(run, MEMBERS[0], _read_from(producer.sent, copied, killed), SWITCH_SECONDS)
     left = left_on_primary(held, copied, revived)
     rpo = geo_rpo(producer.sent, left, killed, partitions)
     archived_left = left_behind(producer.sent, archive.events, [moved])[0]
@@ -213,21 +231,6 @@ def _read_from(sent: Sequence[Sent], copied: dict[int, int], killed: float) -> f
     stands (with a margin for events whose send failed but were stored), or shortly before the kill."""
     missing = [s.at for s in sent if s.member == MEMBERS[0] and _beyond(s.key, s.number, copied)]
     return min([*missing, killed - READ_BACK_MARGIN]) - READ_BACK_MARGIN
-
-
-def primary_held(run: LocalRun, since: float) -> tuple[list[Archived], int]:
-    """The primary's events enqueued since ``since``, read once it is back, to its end; and how many
-    partitions it has."""
-    reader = Reader(run, MEMBERS[0], "orders", since=since)
-    thread = threading.Thread(target=reader.loop, daemon=True)
-    thread.start()
-    try:
-        wait(lambda: reader.read_to_end, "the primary could not be read back")
-    finally:
-        reader.stop()
-        thread.join(30)
-    assert reader.partitions is not None
-    return list(reader.events), reader.partitions
 
 
 def left_on_primary(
@@ -339,7 +342,7 @@ def copied(traffic: Traffic) -> None:
 
 
 def _said(s: Switch) -> tuple[str, float]:
-    return s.to, s.flowing - s.decided
+    return s.to, s.flowing_after
 
 
 def ratio(value: float | None, baseline: float | None) -> float | None:
@@ -350,7 +353,8 @@ def summary(
     args: argparse.Namespace, traffic: Traffic, switches: list[Switch], baseline: list[float], jvms: set[int]
 ) -> dict[str, Any]:
     producer, archive = traffic.producer, traffic.archive
-    flowing = percentiles([s.flowing - s.decided for s in switches])
+    flowing = percentiles([s.flowing_after for s in switches])
+    drains = [s.consumers_decided - s.decided for s in switches if s.consumers_decided is not None]
     steady = percentiles(baseline)
     found = damage(producer.sent, archive.events)
     behind = left_behind(producer.sent, archive.events, switches)
@@ -364,6 +368,7 @@ def summary(
         "request_to_decided_s": percentiles([s.decided - s.requested for s in switches]),
         "decided_to_flowing_s": flowing,
         "decided_to_producers_s": percentiles([s.producers - s.decided for s in switches]),
+        "failback_drain_s": percentiles(drains),
         "steady_latency_s": steady,
         "flowing_p50_vs_steady_p50": ratio(flowing["p50"], steady["p50"]),
         "sent": len(producer.sent),
@@ -470,11 +475,24 @@ def main() -> None:
         "--at-least-once", action="store_true", help="the tasks without effectively-once delivery"
     )
     parser.add_argument("--settle", type=float, default=5, help="seconds of traffic after each switch")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the run's files (kept anyway when a loss was miscounted)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     logger.setLevel(logging.INFO)
-    with tempfile.TemporaryDirectory(prefix="federator-failover-") as tmp:
-        result = bench(args, Path(tmp))
+    workdir = Path(tempfile.mkdtemp(prefix="federator-failover-"))
+    try:
+        result = bench(args, workdir)
+    except BaseException:
+        logger.warning("the run failed; its files are kept in %s", workdir)
+        raise
+    kept = args.keep or not result["goals"]["forced_reported_loss_equals_read_back"]["pass"]
+    if kept:  # the run's log, state dir (status, Events, checkpoints) and apps' logs explain a mismatch
+        result["workdir"] = str(workdir)
+        logger.warning("the run's files are kept in %s", workdir)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(result))
 
 

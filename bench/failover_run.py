@@ -20,6 +20,7 @@ GROUP, TASK, GEO_TASK, MEMBERS = "orders", "orders-archive", "orders-geo", ("pri
 START_SECONDS = 300.0  # a Spark JVM on a busy 2-core machine
 SPARK_SUBMIT = "org.apache.spark.deploy.SparkSubmit"
 PROBE_PERIOD, FAILURE_THRESHOLD = 1, 3  # the manifest's probe: a kill is seen within 4 s
+DRAIN_TIMEOUT = 60  # a failback's consumers move once drained, else after this (a Warning says so)
 
 
 def manifest(active: str, request: str, effectively_once: bool, mode: str = "manual") -> str:
@@ -44,7 +45,7 @@ spec:
     timeoutSeconds: 1
     failureThreshold: {FAILURE_THRESHOLD}
     entity: {{eventHubName: orders}}
-  failback: {{drainTimeoutSeconds: 0}}  # consumers return with the producers: nothing to drain on a hub
+  failback: {{drainTimeoutSeconds: {DRAIN_TIMEOUT}}}  # consumers return once the follower drained
 ---
 apiVersion: federator.io/v1alpha1
 kind: ReplicationTask

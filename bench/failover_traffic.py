@@ -15,7 +15,7 @@ from typing import Any
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 
 from bench.failover_run import LocalRun
-from federator.local.drill import Archived, Sent
+from federator.local.drill import Archived, Sent, wait_until
 
 logger = logging.getLogger("bench")
 
@@ -88,6 +88,15 @@ class Producer:
         return ok
 
 
+@dataclass(frozen=True)
+class Tail:
+    """A partition's end as its hub reports it: the last sequence number and when it was enqueued."""
+
+    sequence: int | None
+    """None: the partition holds nothing."""
+    enqueued: float | None
+
+
 @dataclass
 class Reader:
     """Reads a hub of an emulator namespace from its start (or from the events enqueued since ``since``,
@@ -100,8 +109,8 @@ class Reader:
     events: list[Archived] = field(default_factory=list)
     client: EventHubConsumerClient | None = None
     partitions: int | None = None
-    at_end: set[str] = field(default_factory=set)
-    """The partitions read to their end once (a wait found nothing more)."""
+    last_read: dict[str, int] = field(default_factory=dict)
+    """Per partition, the sequence number of the last event read."""
 
     def loop(self) -> None:
         self.client = EventHubConsumerClient.from_connection_string(
@@ -111,11 +120,10 @@ class Reader:
 
         def on_batch(context: Any, events: list[Any]) -> None:
             now = time.time()
-            if not events:
-                self.at_end.add(context.partition_id)
             for event in events:
                 body = json.loads(event.body_as_str())
                 self.events.append(Archived(body["k"], body["n"], body["m"], body["t"], now))
+                self.last_read[context.partition_id] = event.sequence_number
 
         start: Any = "-1" if self.since is None else datetime.fromtimestamp(self.since, UTC)
         with self.client:
@@ -123,10 +131,25 @@ class Reader:
                 on_batch, starting_position=start, max_batch_size=500, max_wait_time=0.2
             )
 
-    @property
-    def read_to_end(self) -> bool:
-        """Every partition read up to its end (as it was then)."""
-        return self.partitions is not None and len(self.at_end) >= self.partitions
+    def tails(self) -> dict[str, Tail]:
+        """Each partition's end now, asked on a connection of its own (the reading one is busy)."""
+        client = EventHubConsumerClient.from_connection_string(
+            self.run.connection(self.namespace), consumer_group="$Default", eventhub_name=self.hub
+        )
+        with client:
+            found = {}
+            for partition in client.get_partition_ids():
+                tail = client.get_partition_properties(partition)
+                empty = tail["is_empty"]
+                found[partition] = Tail(
+                    None if empty else tail["last_enqueued_sequence_number"],
+                    None if empty else tail["last_enqueued_time_utc"].timestamp(),
+                )
+            return found
+
+    def read_through(self, tails: dict[str, Tail]) -> bool:
+        """Whether every partition is read up to ``tails`` (see :func:`read_through`)."""
+        return read_through(self.last_read, tails, self.since)
 
     def stop(self) -> None:
         if self.client is not None:
@@ -144,3 +167,33 @@ class Reader:
             if len(self.events) != count:
                 count, since = len(self.events), time.monotonic()
             time.sleep(0.2)
+
+
+def read_through(last_read: dict[str, int], tails: dict[str, Tail], since: float | None) -> bool:
+    """Whether a reader that read ``last_read`` (per partition, the last sequence number) from the events
+    enqueued since ``since`` has read every partition up to ``tails``. A partition's end is its last
+    sequence number, not the first wait that found nothing: right after a namespace comes back, a receiver
+    may wait in vain before its first events arrive."""
+    for partition, tail in tails.items():
+        if tail.sequence is None or (since is not None and (tail.enqueued or 0.0) < since):
+            continue  # nothing in it, or nothing enqueued since
+        if last_read.get(partition, -1) < tail.sequence:
+            return False
+    return True
+
+
+def read_back(run: LocalRun, member: str, since: float, timeout: float) -> tuple[list[Archived], int]:
+    """``member``'s `orders` events enqueued since ``since``, read to its end as it is now (nothing
+    reaches it meanwhile: a primary back from an outage before the failback); and how many partitions it
+    has."""
+    reader = Reader(run, member, "orders", since=since)
+    tails = reader.tails()
+    thread = threading.Thread(target=reader.loop, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: reader.read_through(tails), f"{member} could not be read back", timeout)
+    finally:
+        reader.stop()
+        thread.join(30)
+    assert reader.partitions is not None
+    return list(reader.events), reader.partitions

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from federator_spark.lag import LagMonitor
+from federator_spark.lag import LagMonitor, Reached
 from federator_spark.pipeline import TaskPlan
+from federator_spark.plan import WritePlan
+from federator_spark.sinks.eventhubs import published_sequences
+from federator_spark.sinks.replay import Intents
 from federator_spark.sources.eventhubs_settings import HubSourceSettings
 from federator_spark.translation.translator import TranslationPlan, Translator
 
@@ -58,8 +62,44 @@ def lag_monitor(task: TaskPlan) -> LagMonitor | None:
         return None
     layout = task.layout
     return LagMonitor(
-        source.connection, source.event_hub, source.consumer_group, layout.query_dir, layout.status_file
+        source.connection,
+        source.event_hub,
+        source.consumer_group,
+        layout.query_dir,
+        layout.status_file,
+        written_through(task.write, f"{source.connection.host}/{source.event_hub}/"),
     )
+
+
+def written_through(write: WritePlan, source: str) -> Reached | None:
+    """How far a batch in flight got at the targets (``lag.Reached``), read back as a replay of it would
+    (sinks/replay.py): effectively-once tasks whose targets are event hubs only (elsewhere it cannot be
+    told). A source partition without the batch's intent sent nothing (its intent comes before its first
+    send); one with it reached the newest of its events the targets hold since the intent's tails.
+    ``source``: the prefix of the events' identities (``<host>/<hub>/``)."""
+    hubs = {name: target for name, target in write.endpoints.items() if target.kind == "eventHub"}
+    if not write.effectively_once or write.state_dir is None or len(hubs) != len(write.endpoints):
+        return None
+    intents = Intents(write.state_dir)
+
+    def reached(batch: int, committed: Mapping[str, int], ends: Mapping[str, int]) -> dict[str, int]:
+        found = {}
+        for partition, end in ends.items():
+            start, intent = committed.get(partition, -1), intents.read(partition)
+            if end <= start or intent is None or intent["batchId"] != batch:
+                continue
+            prefix = f"{source}{partition}/"
+            sent = {
+                s
+                for name, tails in intent["tails"].items()
+                for s in published_sequences(hubs[name], tails, prefix)
+            }
+            mine = [s for s in sent if start < s <= end]
+            if mine:
+                found[partition] = max(mine)
+        return found
+
+    return reached
 
 
 class Retiring:

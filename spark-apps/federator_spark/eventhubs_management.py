@@ -6,11 +6,20 @@ call, so a trigger that asks for four partitions' tails spent ~1.5 s before read
 :class:`HubManagement` keeps one management client open and sends READ requests on it (a few ms
 each). That client comes from the SDK's transport internals; if they change (or a request fails,
 unless the caller would rather ask again itself) the public call answers instead: slower, never wrong.
+
+A read has ``timeout`` seconds to be answered, the connection's opening included: the SDK's loops wait
+for ever for a peer that accepted the connection and then says nothing (a network partition; a stopped
+namespace refuses at once instead). On a link that answered before, the request's own timeout bounds it;
+until then (opening, attaching the link) a timer shuts the connection down under the read once its time
+is up, which ends the SDK's wait (a thread per connection opened, none per read). Either way the read
+raises :class:`TimeoutError`, never asked again through the SDK's calls (whose wait has no end either).
 """
 
 from __future__ import annotations
 
 import logging
+import socket
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +31,8 @@ T = TypeVar("T")
 # What the readers use from a partition's properties (the SDK's names), and `last_enqueued_time` (epoch
 # seconds) for the lag.
 PROPERTY_NAMES = ("beginning_sequence_number", "last_enqueued_sequence_number", "is_empty")
-_OPEN_TIMEOUT_SECONDS = 30.0
+READ_TIMEOUT_SECONDS = 10.0
+"""A read answers in milliseconds (the emulator) to a few hundred (Azure, a new connection's handshake)."""
 
 
 class HubManagement:
@@ -32,11 +42,16 @@ class HubManagement:
     ``sdk_retry``: a read that fails on the kept link is asked again through the SDK's call (which
     opens a connection of its own, retried with backoff, and leaves its socket open if that connection
     breaks). False: the failure is the caller's and the next read opens a new link; for a caller that
-    asks again soon anyway (the lag monitor), so that an outage neither holds it up nor leaks sockets."""
+    asks again soon anyway (the lag monitor), so that an outage neither holds it up nor leaks sockets.
+    ``timeout``: seconds a read may take (see the module's docstring)."""
 
-    def __init__(self, client: Any, *, sdk_retry: bool = True) -> None:
+    def __init__(self, client: Any, *, sdk_retry: bool = True, timeout: float = READ_TIMEOUT_SECONDS) -> None:
         self._client = client
         self._sdk_retry = sdk_retry
+        self._timeout = timeout
+        self._timed_out = threading.Event()
+        self._answered = False
+        """The kept link answered a read (reset when it closes)."""
         self._mgmt: Any = None
         self._auth: Any = None
         self._fast = True
@@ -84,6 +99,9 @@ class HubManagement:
                 logger.warning("fast management reads unavailable (%r); using the SDK's calls", error)
                 self._fast = False
                 self.close()
+            except TimeoutError:  # a silent peer: the SDK's call would wait for it for ever
+                self.close()
+                raise
             except Exception as error:  # the link broke or the service refused: reconnect next time
                 self.close()
                 if not self._sdk_retry:
@@ -92,7 +110,44 @@ class HubManagement:
         return sdk()
 
     def _read(self, partition: str | None) -> Any:
-        """A READ of the hub (``partition`` None) or of one partition; the response's value map."""
+        """A READ of the hub (``partition`` None) or of one partition, within ``timeout`` seconds."""
+        if self._answered:  # the link is up: the request's timeout is enough
+            try:
+                return self._request(partition)
+            except TimeoutError as error:
+                raise self._late() from error
+        self._timed_out.clear()
+        watchdog = threading.Timer(self._timeout, self._time_out)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            value = self._request(partition)
+            self._answered = True
+            return value
+        except Exception as error:
+            if self._timed_out.is_set():
+                raise self._late() from error
+            raise
+        finally:
+            watchdog.cancel()
+
+    def _late(self) -> TimeoutError:
+        return TimeoutError(f"no answer to a management read within {self._timeout:g}s")
+
+    def _time_out(self) -> None:
+        """The read is late: shut its connection's socket down (the reading thread's next wait on it
+        fails; the socket stays the reader's to close)."""
+        self._timed_out.set()
+        connection = getattr(self._mgmt, "_connection", None)
+        sock = getattr(getattr(connection, "_transport", None), "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError as error:  # already closed
+                logger.debug("shutting a late management read's socket down: %r", error)
+
+    def _request(self, partition: str | None) -> Any:
+        """The READ itself: the response's value map."""
         from azure.eventhub._constants import (
             MGMT_OPERATION,
             MGMT_PARTITION_OPERATION,
@@ -109,9 +164,8 @@ class HubManagement:
             self._mgmt = mgmt  # before it opens: an open that fails half way is closed too
             mgmt.open()
             # The management link may only attach once the CBS token is in place.
-            deadline = time.monotonic() + _OPEN_TIMEOUT_SECONDS
             while not mgmt.client_ready():
-                if time.monotonic() > deadline:
+                if self._timed_out.is_set():
                     raise TimeoutError("the management connection did not open")
                 time.sleep(0.01)  # the SDK's own loops poll every 50 ms: seconds over a handshake
         properties = {"name": client.eventhub_name}
@@ -126,6 +180,7 @@ class HubManagement:
             operation_type=MGMT_OPERATION if partition is None else MGMT_PARTITION_OPERATION,
             status_code_field=MGMT_STATUS_CODE,
             description_fields=MGMT_STATUS_DESC,
+            timeout=self._timeout,  # seconds (the SDK's message says ms)
         )
         if int(status) >= 400:
             raise RuntimeError(f"status {status}: {description!r}")
@@ -136,6 +191,7 @@ class HubManagement:
         read or write on a connection has failed, the SDK (pyamqp, azure-eventhub 5.15) marks it ended
         without closing its transport, and the socket is left to the garbage collector."""
         mgmt, self._mgmt = self._mgmt, None
+        self._answered = False
         if mgmt is None:
             return
         connection = getattr(mgmt, "_connection", None)  # the client forgets it as it closes

@@ -21,8 +21,11 @@ A measurement that fails (the source's namespace is down) is tried again every `
 and each failed one notes the task's committed positions (a local read). The first that succeeds again
 counts the outage exactly (``lastOutage``): the source's tails then (nothing is enqueued while it is
 down) against the positions the task had replicated when it was last seen down, which it has not gone
-past since (no batch is planned while the source does not answer). A switch away from the source's
-namespace in that outage left exactly those events behind; the task replicates them now, late.
+past since (no batch is planned while the source does not answer). A batch in flight when the source
+went down is not committed while some of its partitions wait for their events, but the parts written
+before are replicated: ``reached`` reads them back from the targets and the count starts past them (where
+they cannot be read back, the count is said to be inexact). A switch away from the source's namespace in
+that outage left exactly those events behind; the task replicates them now, late.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,10 @@ logger = logging.getLogger(__name__)
 POLL_SECONDS = 5.0
 DOWN_POLL_SECONDS = 1.0
 """While the source does not answer: its return is seen within a second, before the task has gone far."""
+READ_TIMEOUT_SECONDS = 3.0
+"""A management read of a source that went silent (accepts, never answers) fails after this: a measurement
+is never held up longer, nor is the thread once it is asked to stop."""
+STOP_WAIT_SECONDS = 1.0
 
 
 def committed_offsets(checkpoint: Path) -> dict[str, int] | None:
@@ -61,18 +68,37 @@ def read_offsets(checkpoint: Path) -> dict[str, int] | None:
     return _newest_offsets(checkpoint, checkpoint / "offsets")
 
 
+def in_flight(checkpoint: Path) -> tuple[int, dict[str, int]] | None:
+    """Spark's newest planned batch while it is not committed: its id and end offsets (None: none)."""
+    batches = _batches(checkpoint / "offsets")
+    if not batches or (checkpoint / "commits" / str(batches[0])).exists():
+        return None
+    ends = _offsets(checkpoint, batches[0])
+    return (batches[0], ends) if ends is not None else None
+
+
 def _newest_offsets(checkpoint: Path, log: Path) -> dict[str, int] | None:
     """The end offsets of the newest batch ``log`` (Spark's commit or offset log) names."""
-    if not log.is_dir():
-        return None
-    batches = sorted((int(p.name) for p in log.iterdir() if p.name.isdigit()), reverse=True)
-    for batch in batches:
-        path = checkpoint / "offsets" / str(batch)
-        if path.exists():
-            lines = path.read_text().splitlines()
-            if len(lines) >= 3:
-                return {str(k): int(v) for k, v in json.loads(lines[2]).items()}
+    for batch in _batches(log):
+        found = _offsets(checkpoint, batch)
+        if found is not None:
+            return found
     return None
+
+
+def _batches(log: Path) -> list[int]:
+    """The batch ids a Spark log names, newest first."""
+    if not log.is_dir():
+        return []
+    return sorted((int(p.name) for p in log.iterdir() if p.name.isdigit()), reverse=True)
+
+
+def _offsets(checkpoint: Path, batch: int) -> dict[str, int] | None:
+    path = checkpoint / "offsets" / str(batch)
+    if not path.exists():
+        return None
+    lines = path.read_text().splitlines()
+    return {str(k): int(v) for k, v in json.loads(lines[2]).items()} if len(lines) >= 3 else None
 
 
 def measure(
@@ -167,6 +193,11 @@ class Down:
     """The last failed measurement, where ``handled`` and ``positions`` were taken."""
     handled: dict[str, int] | None
     positions: dict[str, Any]
+    planned: dict[str, int] | None = None
+    """The positions of the last batch planned then (past ``handled``: a batch in flight)."""
+    uncertain: bool = False
+    """A batch was in flight and how far its writes got could not be told: ``handled`` may be short of
+    what the targets hold."""
 
 
 def outage(down: Down, tails: Mapping[str, Mapping[str, Any]], up_again: float) -> dict[str, Any]:
@@ -189,21 +220,40 @@ def outage(down: Down, tails: Mapping[str, Mapping[str, Any]], up_again: float) 
         "eventsLeftBehind": left["eventsBehind"],
         "eventsExpired": expired,
         "rpoSeconds": left["rpoSeconds"],
-        "exact": all(t <= down.until for t in newest),
+        "exact": all(t <= down.until for t in newest) and not down.uncertain,
     }
 
 
+Reached = Callable[[int, Mapping[str, int], Mapping[str, int]], dict[str, int]]
+"""How far the writes of a batch in flight got, per source partition: the last sequence number of its
+part that reached the targets (a partition left out: none), given the batch id, the committed positions
+and the batch's end offsets. Raises when it cannot be told."""
+
+
 class LagMonitor:
-    """The driver's thread measuring ``source``'s lag into ``<status dir>/lag.json``."""
+    """The driver's thread measuring ``source``'s lag into ``<status dir>/lag.json``. ``reached``: how
+    far a batch in flight got (see :data:`Reached`; None: it cannot be told). When the source goes down
+    during a batch, the partitions whose part was written before it did are replicated past the
+    committed positions: the count of the outage starts from there."""
 
     def __init__(
-        self, source: Connection, event_hub: str, consumer_group: str, checkpoint: Path, status_file: Path
+        self,
+        source: Connection,
+        event_hub: str,
+        consumer_group: str,
+        checkpoint: Path,
+        status_file: Path,
+        reached: Reached | None = None,
     ) -> None:
         self.checkpoint = checkpoint
         self.status_file = status_file
+        self._reached = reached
+        self._whole: tuple[int, dict[str, int]] | None = None
+        """The batch in flight last read back, and its partitions written whole."""
         self.path = status_file.parent / LAG_FILE
         self._client = eventhub_consumer(source, event_hub, consumer_group)
-        self._management = HubManagement(self._client, sdk_retry=False)  # the next poll asks again
+        # A failed read is the next poll's to ask again; a silent source's within READ_TIMEOUT_SECONDS.
+        self._management = HubManagement(self._client, sdk_retry=False, timeout=READ_TIMEOUT_SECONDS)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="federator-lag", daemon=True)
         before = _read_json(self.path)  # a driver started again keeps what its predecessor counted
@@ -222,24 +272,67 @@ class LagMonitor:
             ids = self._management.partition_ids()
             tails = {p: self._management.partition_properties(p) for p in ids}
         except Exception:
-            self._went_down(handled, positions)
+            self._went_down(handled, positions, read)
             raise
         now = time.time()
         document = measure(tails, handled, positions, now, read)
         if self._down is not None:
-            self._last_outage, self._down = outage(self._down, tails, now), None
-            logger.info("source answers again: %s", self._last_outage)
+            self._last_outage = outage(self._down, tails, now)
+            self._told(self._down)
+            self._down = None
         if self._last_outage is not None:
             document["lastOutage"] = self._last_outage
         self._last_up = document["measuredAt"]
         write_atomically(self.path, json.dumps(document, indent=2, sort_keys=True))
         return document
 
-    def _went_down(self, handled: dict[str, int] | None, positions: dict[str, Any]) -> None:
+    def _went_down(
+        self, handled: dict[str, int] | None, positions: dict[str, Any], planned: dict[str, int] | None
+    ) -> None:
         """A failed measurement: the outage begins, or goes on with the task's positions now."""
+        handled, uncertain = self._written(handled)
         now = time.time()
         since = self._down.since if self._down is not None else now
-        self._down = Down(self._last_up, since, now, handled, positions)
+        self._down = Down(self._last_up, since, now, handled, positions, planned, uncertain)
+
+    def _written(self, committed: dict[str, int] | None) -> tuple[dict[str, int] | None, bool]:
+        """The positions replicated: ``committed``, and past it what a batch in flight wrote; whether a
+        batch's writes could not be told. A partition whose part was written whole is not read again."""
+        flight = in_flight(self.checkpoint)
+        if committed is None or flight is None:
+            return committed, False
+        batch, ends = flight
+        whole = self._whole[1] if self._whole is not None and self._whole[0] == batch else {}
+        todo = {p: end for p, end in ends.items() if end > committed.get(p, -1) and p not in whole}
+        try:
+            reached = {**whole, **self._read_back(batch, committed, todo)}
+        except Exception as error:  # the count stays an upper bound, said to be inexact
+            if self._whole is None or self._whole[0] != batch:
+                logger.warning(
+                    "how far batch %d got before the source went down is not known: %r", batch, error
+                )
+            self._whole = (batch, {})
+            return committed, True
+        self._whole = (batch, {p: s for p, s in reached.items() if s >= ends[p]})
+        partitions = {*committed, *reached}
+        return {p: max(committed.get(p, -1), reached.get(p, -1)) for p in partitions}, False
+
+    def _read_back(self, batch: int, committed: dict[str, int], todo: dict[str, int]) -> dict[str, int]:
+        if not todo:
+            return {}
+        if self._reached is None:
+            raise LookupError("the task's writes cannot be read back")
+        return self._reached(batch, committed, todo)
+
+    def _told(self, down: Down) -> None:
+        """Logs the outage counted, with the positions it was counted from."""
+        short = {p: end for p, end in (down.planned or {}).items() if end > (down.handled or {}).get(p, -1)}
+        logger.info(
+            "source answers again: %s; counted from the positions replicated %s%s",
+            self._last_outage,
+            down.handled,
+            f" (a batch in flight had not written up to {short})" if short else "",
+        )
 
     def _run(self) -> None:
         try:
@@ -253,12 +346,14 @@ class LagMonitor:
             self._close()  # here too: a measurement that outlasts stop()'s wait ends with its connection
 
     def stop(self) -> None:
-        """Stop measuring and close the connections (whether the thread ever started or not)."""
+        """Stop measuring and close the connections (whether the thread ever started or not). A
+        measurement under way is not waited for beyond ``STOP_WAIT_SECONDS``: it ends within
+        ``READ_TIMEOUT_SECONDS`` (a source gone silent) and the thread closes the connections then."""
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(POLL_SECONDS + 30)
+            self._thread.join(STOP_WAIT_SECONDS)
         if self._thread.is_alive():
-            logger.warning("the lag monitor of %s is still measuring; it closes when done", self.path)
+            logger.info("the lag monitor of %s is still measuring; it closes when done", self.path)
             return  # closing under its feet would let it open a connection no one closes
         self._close()
 

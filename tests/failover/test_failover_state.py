@@ -284,5 +284,5 @@ def test_conditions_follow_the_phase() -> None:
     group.round(drain=Drain(pending=("orders",)))
     by_type = {c.type: c for c in assess(group.spec, group.state).updates}
     assert (by_type["Reconciling"].status, by_type["Reconciling"].reason) == ("True", "FailingBack")
-    assert "still holding messages: orders" in by_type["Reconciling"].message
+    assert "still to drain: orders" in by_type["Reconciling"].message
     assert (by_type["FailedOver"].status, by_type["FailedOver"].reason) == ("True", "FailingBack")

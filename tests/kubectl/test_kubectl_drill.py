@@ -187,15 +187,13 @@ def test_a_switch_that_leaves_events_behind_fails_the_drill(
     assert report["reasons"] == [
         "switch 1 (weu → neu, both): the planned switch timed out waiting for the replication and switched "
         "anyway",
-        "switch 1 (weu → neu, both): RPO not 0: 17 events left behind",
+        "switch 1 (weu → neu, both): RPO not 0: 17 events left behind (2.5s), an estimate",
     ]
     first = report["switches"][0]["records"][0]
     assert first["decidedSeconds"] == 300.0
     assert [(f["task"], f["flowingSeconds"]) for f in first["followers"]] == [("archive", 2.4)]
     assert first["detectedToLastFollowerSeconds"] == 302.4
-    assert report["duplicates"] == [
-        {"task": "archive", "skippedAfterSwitch": None, "foundWritten": None}
-    ]
+    assert report["duplicates"] == [{"task": "archive", "skippedAfterSwitch": None, "foundWritten": None}]
 
 
 def test_a_switch_that_does_not_hold_fails_the_drill_and_the_switches_are_forced_again(

@@ -335,7 +335,9 @@ class FailoverGroupStatus(ObjectStatus):
     """The value of `spec.switchRequest` the operator last acted on (empty when unset): a request is
     new when this or `requestedMember` differs from the spec."""
     drain_pending: Annotated[list[str], Field(max_length=64)] = []
-    """While failing back: drain entities of the consumers' member that still hold messages."""
+    """While failing back: what keeps the consumers' member from being drained: drain entities that still
+    hold messages, and ReplicationTasks following the group from an event hub that have not replicated
+    what producers left there (their lag on it, measured after the producers left)."""
     probes: Annotated[list[ProbeResult], Field(max_length=8)] = []
     """Latest probe per member."""
     pending_switch: PendingSwitch | None = None

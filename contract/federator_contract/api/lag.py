@@ -45,15 +45,16 @@ class SourceOutage(StatusModel):
     up_again: datetime
     """The first one that succeeded again."""
     events_left_behind: Annotated[int, Field(ge=0)] | None = None
-    """Events the source held that the task had not replicated by `downUntil`, still at the source
-    (unset: the task had not committed a batch)."""
+    """Events the source held that the task had not replicated by `downUntil` (its committed batch, and
+    what a batch in flight had written), still at the source (unset: the task had not committed a batch)."""
     events_expired: Annotated[int, Field(ge=0)] = 0
     """Events not replicated that the source no longer holds (its retention removed them): lost."""
     rpo_seconds: Annotated[float, Field(ge=0)] | None = None
     """The enqueue-time span of the events left behind (unset: not known)."""
     exact: bool = True
     """False when events were enqueued at the source after `downUntil` before it was measured again (the
-    count then includes some that came after the outage)."""
+    count then includes some that came after the outage), or when a batch was in flight and how far its
+    writes got could not be read back from the targets (then the count is at most this)."""
 
 
 class ReplicationLag(StatusModel):

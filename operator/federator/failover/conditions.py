@@ -42,7 +42,7 @@ def _triad(spec: FailoverGroupSpec, state: GroupState) -> list[ConditionUpdate]:
     producer, consumer = state.producer, state.consumer
     if state.phase == "FailingBack":
         deadline = state.producer_since
-        pending = f"; still holding messages: {', '.join(state.drain_pending)}" if state.drain_pending else ""
+        pending = f"; still to drain: {', '.join(state.drain_pending)}" if state.drain_pending else ""
         return cond.reconciling(
             reasons.FAILING_BACK,
             f"producers use {producer} again since {cond.timestamp(deadline)}; consumers stay on {consumer} "

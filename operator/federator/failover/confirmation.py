@@ -114,3 +114,24 @@ def _estimate(record: SwitchRecord) -> str:
         age = max(0.0, (record.decided - record.left_behind_measured_at).total_seconds())
         measured = f", from a lag measured {age:.1f}s before the switch"
     return f"estimated: {record.events_left_behind} at the switch{measured}"
+
+
+def loss_words(record: SwitchRecord) -> str | None:
+    """What a switch left behind, for a report: the count once confirmed, else the estimate with its age
+    (None: neither is known)."""
+    if record.events_left_behind_confirmed is not None:
+        span = f" ({record.confirmed_rpo_seconds:g}s)" if record.confirmed_rpo_seconds is not None else ""
+        lost = record.events_lost or 0
+        fate = f"{lost} of them lost (gone from {record.source})" if lost else "none lost, copied late"
+        return (
+            f"{record.events_left_behind_confirmed} events left behind{span}, counted once {record.source} "
+            f"answered again; {fate}"
+        )
+    if record.events_left_behind is None:
+        return None
+    span = f" ({record.rpo_seconds:g}s)" if record.rpo_seconds is not None else ""
+    age = ""
+    if record.left_behind_measured_at is not None:
+        seconds = max(0.0, (record.decided - record.left_behind_measured_at).total_seconds())
+        age = f" from a lag measured {seconds:.1f}s before the switch"
+    return f"{record.events_left_behind} events left behind{span}, an estimate{age}"

@@ -22,13 +22,17 @@ async def probe_and_step(
     connections: Mapping[str, MemberConnection],
     now: datetime,
     replication: Replication | None = None,
+    followers: tuple[str, ...] | None = None,
 ) -> Step:
     """One round: every member's probe and the drain check run concurrently, then the machine steps
-    (`replication`: what the tasks copying between the members have left, for planned switches)."""
+    (`replication`: what the tasks copying between the members have left, for planned switches;
+    `followers`: what keeps the tasks following the group from having drained the consumers' member,
+    draining.py)."""
     timeout = spec.probe.timeout_seconds
     entity = probe_entity(spec)
     probes = asyncio.gather(*(prober.probe(connections[m.name], entity, timeout) for m in spec.members))
-    outcomes, drain = await asyncio.gather(probes, drain_check(prober, spec, state, connections))
+    checked = drain_check(prober, spec, state, connections, followers)
+    outcomes, drain = await asyncio.gather(probes, checked)
     results = dict(zip([m.name for m in spec.members], outcomes, strict=True))
     return step(spec, state, results, drain, now, replication)
 
@@ -44,10 +48,27 @@ async def drain_check(
     spec: FailoverGroupSpec,
     state: GroupState,
     connections: Mapping[str, MemberConnection],
+    followers: tuple[str, ...] | None = None,
 ) -> Drain | None:
-    """While failing back: what the consumers' member still holds (None: no drain entities to check)."""
+    """While failing back: what the consumers' member still holds, in its drain entities and for the
+    tasks following the group (`followers`; None: none follows from an event hub); None when there is
+    nothing to check (the drain timeout moves the consumers)."""
+    if state.phase != "FailingBack":
+        return None
+    entities = await _entities_drain(prober, spec, state, connections)
+    if followers is None:
+        return entities
+    if entities is None:
+        return Drain(followers)
+    return Drain((*entities.pending, *followers), entities.error)
+
+
+async def _entities_drain(
+    prober: Prober, spec: FailoverGroupSpec, state: GroupState, connections: Mapping[str, MemberConnection]
+) -> Drain | None:
+    """The drain entities still holding messages on the consumers' member (None: none to check)."""
     consumer = state.consumer
-    if state.phase != "FailingBack" or not spec.failback.drain_entities or consumer not in connections:
+    if not spec.failback.drain_entities or consumer not in connections:
         return None
     assert consumer is not None
     entities = [EntityRef.of(e) for e in spec.failback.drain_entities]

@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.text import Text
 
+from federator.failover.confirmation import loss_words
 from federator.kubectl.model import Obj, following_groups, meta, task_status
 from federator_contract.api.failovergroup import SwitchRecord
 
@@ -122,8 +123,8 @@ def _faults(number: int, leg: Leg) -> list[str]:
         where = f"switch {number} ({record.source} → {record.target}, {record.roles})"
         if record.cause in _BAD_CAUSES:
             found.append(f"{where}: {_BAD_CAUSES[record.cause]}")
-        if record.events_left_behind:
-            found.append(f"{where}: RPO not 0: {record.events_left_behind} events left behind")
+        if _left(record):
+            found.append(f"{where}: RPO not 0: {loss_words(record)}")
         if record.published_seconds is None:
             found.append(f"{where}: the endpoints were not published")
         late = [f.task for f in record.followers if f.flowing_seconds is None]
@@ -213,10 +214,16 @@ def _row(label: str, value: str) -> Text:
     return Text(f"    {label:<31}{value}")
 
 
+def _left(record: SwitchRecord) -> int | None:
+    """Events left behind: the count once confirmed, else the estimate."""
+    confirmed = record.events_left_behind_confirmed
+    return confirmed if confirmed is not None else record.events_left_behind
+
+
 def _rpo(record: SwitchRecord, measured: bool) -> str:
-    if record.events_left_behind:
-        span = f" ({record.rpo_seconds:g}s)" if record.rpo_seconds is not None else ""
-        return f"{record.events_left_behind} events left behind{span}"
+    words = loss_words(record)
+    if words is not None and (record.events_left_behind_confirmed is not None or _left(record)):
+        return words
     if not measured:
         return "not measured (no ReplicationTask copies into the member)"
     return "0 events left behind"

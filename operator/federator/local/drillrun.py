@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from federator.failover.confirmation import loss_words
 from federator.local.drill import GroupFiles, detection_goal, wait_until
 from federator.local.outage import set_outage
 from federator.local.state import StateDir
@@ -34,6 +35,7 @@ from federator_contract.api.replicationtask import ReplicationTaskStatus
 
 START_SECONDS = 300.0  # a Spark JVM on a busy 2-core machine
 SWITCH_SECONDS = 120.0
+CONFIRM_SECONDS = 60.0  # a task's driver measures a source that is back within a second
 
 
 class DrillRefused(Exception):
@@ -158,9 +160,8 @@ def describe(record: SwitchRecord, killed: float | None = None) -> str:
         seconds = follower.flowing_seconds
         flowing = f"after {seconds:.1f}s" if seconds is not None else "not yet"
         text += f"; {follower.task} flowing {flowing}"
-    events, rpo = record.events_left_behind, record.rpo_seconds
-    left = "unknown (no task copies between the members)" if events is None else f"{events} events"
-    text += f"; left behind: {left}" + (f", RPO {rpo:.1f}s" if rpo is not None else "")
+    left = loss_words(record) or "left behind: unknown (no task copies between the members)"
+    text += f"; {left}"
     return text + "; duplicates: not measured (a drill sends no traffic: bench/failover.py does)"
 
 
@@ -285,6 +286,21 @@ class Drill:
         primary = self.group.spec.primary_member
         self.wait(lambda: member_healthy(self.files.status(), primary), f"member {primary} did not come back")
 
+    def confirmed(self, failover: SwitchRecord, limit: float = CONFIRM_SECONDS) -> SwitchRecord:
+        """The failover's record once the tasks copying to the member it fled to counted what it left
+        behind (the member left answers again); as it is if that takes longer than ``limit``."""
+
+        def check() -> SwitchRecord | None:
+            found = next(
+                (r for r in self.files.switches_to(failover.target, 0) if r.decided == failover.decided), None
+            )
+            return found if found is not None and found.events_left_behind_confirmed is not None else None
+
+        with contextlib.suppress(TimeoutError):
+            found: SwitchRecord = self.wait(check, "", limit)
+            return found
+        return failover
+
     def _failed_over(self, primary: str, killed: float) -> SwitchRecord | None:
         status = self.files.status()
         records = status.switches if status is not None else []
@@ -371,6 +387,8 @@ def run_drill(
             faults += tell(say, f"killed (goal: decided within {goal:.0f}s)", records, killed)
             faults += late_decisions(records, killed, goal)
             drill.revive(namespace.namespace)
+            if records and records[0].loss_tasks:  # tasks copied to the member it fled to: they count
+                say(f"killed, once {primary} answered again: {describe(drill.confirmed(records[0]), killed)}")
             faults += tell(say, "failback", drill.request(primary))
     finally:
         run.stop()

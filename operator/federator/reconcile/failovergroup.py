@@ -21,6 +21,7 @@ from federator.failover.conditions import assess
 from federator.failover.confirmation import Confirmed, confirm
 from federator.failover.connections import resolve_connection
 from federator.failover.dns import DnsPublisher
+from federator.failover.draining import followers_pending
 from federator.failover.probes import Prober
 from federator.failover.publishing import config_map_name, dns_record_sets, endpoints_config_map
 from federator.failover.replication import replication_to_members
@@ -126,7 +127,10 @@ async def group_round(
     tasks = await ports.tasks(namespace) if ports.tasks is not None else None
     replication = replication_to_members(spec, state.producer, tasks) if tasks is not None else None
     copying = replication  # from the producers' member before the round: what a switch leaves behind
-    stepped = await probe_and_step(ports.prober, spec, state, connections, now, replication)
+    following = None  # while failing back: the following tasks' drain of the consumers' member
+    if tasks is not None and state.phase == "FailingBack":
+        following = followers_pending(name, state.consumer, state.producer_since, tasks)
+    stepped = await probe_and_step(ports.prober, spec, state, connections, now, replication, following)
     decided = ports.clock()
     if tasks is not None:  # the producers may have moved
         replication = replication_to_members(spec, stepped.state.producer, tasks)
