@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from test_following_wakeups import GROUPS, TASKS, following_task, get, group, members_with_secrets, phase
+from test_following_wakeups import GROUPS, follower_of_a_group, following_task, get
 
 from federator_emulator.testing import EmulatorFactory
 from support.kube import KubeServer
@@ -42,9 +42,6 @@ def test_a_switch_rewrites_only_the_members_config_and_leaves_the_shared_applica
     emulator_factory: EmulatorFactory, federator_operator: KubeServer
 ) -> None:
     kube = federator_operator
-    members_with_secrets(emulator_factory, kube)
-    kube.request("POST", GROUPS, group("billing"))
-    eventually(lambda: phase(kube, "billing") == "Normal", timeout=30)
     kube.request(
         "POST",
         RAPP,
@@ -55,7 +52,7 @@ def test_a_switch_rewrites_only_the_members_config_and_leaves_the_shared_applica
             "spec": {},
         },
     )
-    kube.request("POST", TASKS, member_of_shared("archive", "billing"))
+    follower_of_a_group(emulator_factory, kube, member_of_shared("archive", "billing"))
     eventually(lambda: followed_member(kube, "archive") == "weu", timeout=30)
     # The application has taken the member in (its Secrets are in the pods) before the switch.
     app = eventually(

@@ -65,17 +65,18 @@ def operator_settings(shared_driver: ApplicationServer) -> OperatorSettings:
     return OperatorSettings(observe_interval_seconds=1, retry_seconds=1, app_metrics_port=shared_driver.port)
 
 
-def _driver_pod(kube: KubeServer) -> None:
-    labels = {"federator.io/application": "shared", "spark-role": "driver"}
+def driver_pod(kube: KubeServer, name: str, labels: dict[str, str]) -> None:
+    """A running Spark driver pod ``name`` labelled ``labels`` (and `spark-role`, which Spark adds), at
+    this machine's address, where the test serves the driver's endpoint."""
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "shared-driver", "labels": labels},
+        "metadata": {"name": name, "labels": {**labels, "spark-role": "driver"}},
         "spec": {"containers": [{"name": "spark-kubernetes-driver", "image": "spark"}]},
     }
     kube.request("POST", PODS, pod)
     running = {"status": {"phase": "Running", "podIP": "127.0.0.1"}}
-    kube.request("PATCH", f"{PODS}/shared-driver/status", running, "application/merge-patch+json")
+    kube.request("PATCH", f"{PODS}/{name}/status", running, "application/merge-patch+json")
 
 
 def test_each_member_reads_its_own_figures_and_query_state_from_the_shared_driver(
@@ -89,7 +90,7 @@ def test_each_member_reads_its_own_figures_and_query_state_from_the_shared_drive
     kube.request("POST", RT, member("b"))
     kube.request("POST", RT, member("c"))
     eventually(lambda: get(kube, f"{APPS}/shared"))
-    _driver_pod(kube)
+    driver_pod(kube, "shared-driver", {"federator.io/application": "shared"})
     set_state(kube, "shared", {"state": "RUNNING"})
 
     a = eventually(lambda: (t := get(kube, f"{RT}/a")) and (t.get("status") or {}).get("lag") and t["status"])

@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 from federator.planning.application import plan_application, plan_member_task
+from federator.planning.follower import plan_task
+from federator.planning.following import followed_groups, resolve_following
 from federator.planning.launchers import LAUNCHERS, render_spark_application
 from federator.planning.launchers.pods import LOCAL_DIR, TMP_DIR
 from federator.planning.task import CHECKPOINT_MOUNT, plan_replication_task
@@ -113,7 +115,35 @@ def _shared_apps(settings: OperatorSettings) -> list[tuple[str, str, Obj]]:
     return apps
 
 
-APPS = _apps() + _shared_apps(OperatorSettings())
+def _hosted_apps(settings: OperatorSettings) -> list[tuple[str, str, Obj]]:
+    """(id, launcher, rendered application) for every task of the cluster examples that follows a
+    FailoverGroup: in a cluster it runs in a host of its own (planning/follower.py)."""
+    groups = {(ns, name): {"spec": spec, "status": {}} for name, ns, spec in _examples("FailoverGroup")}
+    apps = []
+    for name, namespace, raw in EXAMPLES:
+        spec = ReplicationTaskSpec.model_validate(raw)
+        followed = {g: groups.get((namespace, g)) for g in followed_groups(spec)}
+        if not followed or any(g is None or _emulated(g) for g in followed.values()):
+            continue  # follows nothing, or only in local mode
+        for group in followed.values():
+            primary = group["spec"]["primaryMember"]  # type: ignore[index]
+            group["status"] = {"producerMember": primary, "consumerMember": primary}  # type: ignore[index]
+        following = resolve_following(spec, followed)
+        plan = plan_task(
+            name=name, namespace=namespace, spec=following.spec, settings=settings, following=following
+        )
+        for launcher in sorted(LAUNCHERS):
+            app = render_spark_application(launcher, plan.spark_app)  # type: ignore[arg-type]
+            apps.append((f"hosted-{name}-{launcher}", launcher, app))
+    assert apps, "the examples have a task that follows a FailoverGroup in a cluster"
+    return apps
+
+
+def _emulated(group: Obj) -> bool:
+    return any("emulator" in m["connection"] for m in group["spec"]["members"])
+
+
+APPS = _apps() + _shared_apps(OperatorSettings()) + _hosted_apps(OperatorSettings())
 PODS = [
     (f"{id_}-{role}", t) for id_, launcher, app in APPS for role, t in pod_templates(launcher, app).items()
 ]

@@ -132,13 +132,7 @@ def plan_application(
         run_as_user=settings.spark_run_as_user,
         run_as_group=settings.spark_run_as_group,
         main_file=HOST_APPLICATION_FILE,
-        # The status endpoint answers before any member runs (each member names the same port).
-        arguments=[
-            "--task-configmaps",
-            application_selector(name),
-            "--metrics-port",
-            str(settings.app_metrics_port),
-        ],
+        arguments=host_arguments(application_selector(name), settings),
         driver=spec.driver,
         executor_instances=spec.executor.instances,
         executor=SparkResources(cores=spec.executor.cores, memory=spec.executor.memory),
@@ -155,6 +149,12 @@ def plan_application(
         workload_identities=[use for config in ordered for use in workload_identities(config.spec)],
     )
     return ApplicationPlan(spec.launcher or settings.launcher, app)
+
+
+def host_arguments(selector: str, settings: OperatorSettings) -> list[str]:
+    """The host's arguments: the task ConfigMaps ``selector`` names, and the status endpoint, which answers
+    before any task runs (each task config names the same port)."""
+    return ["--task-configmaps", selector, "--metrics-port", str(settings.app_metrics_port)]
 
 
 def followed_groups(

@@ -5,8 +5,9 @@ the producers' member for targets. Pure: the groups are passed in as read from t
 The task config then carries, for a following source, `following: {group, member, switchedAt,
 skewSeconds}`: after a switch the replication app resumes on the new member from the last replicated
 event's source enqueue time minus `skewSeconds`, skipping what it already handled by the propagated
-`repl-*` metadata (docs/patterns/failover.md). A switch changes the task config and the Spark application
-(an annotation names the followed members), so the application restarts on the new member.
+`repl-*` metadata (docs/patterns/failover.md). In a cluster such a task runs in a host of its own
+(planning/follower.py): a switch changes its task config only, and only its query restarts on the new
+member; `annotations` name the followed members for a Spark application that reads a mounted config.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import TypeAdapter
 
 from federator import reasons
 from federator.planning.errors import PlanningError
+from federator.planning.secrets import SecretBinding, secret_bindings
 from federator_contract.api.base import EndpointConnection, FailoverGroupReference
 from federator_contract.api.connections import ConnectionSite, connections, with_connection
 from federator_contract.api.failovergroup import FailoverGroupStatus, FailoverMember
@@ -40,6 +42,9 @@ class Following:
     """When the source follows a group: which member it reads, and how it resumes after a switch."""
     members: dict[str, str] = field(default_factory=dict)
     """Spec path of each following endpoint (e.g. `spec.targets[0].eventHub`) → `group/member` it uses now."""
+    member_secrets: tuple[SecretBinding, ...] = ()
+    """Every Secret key a member of the followed groups connects with, whichever member is used now: pods
+    that carry them all need no change when a group switches."""
 
     @property
     def source_member(self) -> str | None:
@@ -66,6 +71,7 @@ def resolve_following(spec: ReplicationTaskSpec, groups: Mapping[str, Mapping[st
         return Following(spec)
     source: FollowingSource | None = None
     members: dict[str, str] = {}
+    standby: set[SecretBinding] = set()
     resolved = spec
     for site, ref in references:
         group = groups.get(ref.name)
@@ -75,6 +81,7 @@ def resolve_following(spec: ReplicationTaskSpec, groups: Mapping[str, Mapping[st
                 f"{_endpoint(site)} follows FailoverGroup {ref.name}, which does not exist in this namespace",
             )
         status = FailoverGroupStatus.model_validate(group.get("status") or {})
+        standby.update(b for m in _members(group) for b in secret_bindings(m.connection))
         reads = site.role == "source"  # a task reads like a consumer, writes like a producer
         member = _member(group, status.consumer_member if reads else status.producer_member)
         if member is None:
@@ -96,7 +103,7 @@ def resolve_following(spec: ReplicationTaskSpec, groups: Mapping[str, Mapping[st
                 switched_at=_TIME.dump_python(since, mode="json") if since is not None else None,
                 skew_seconds=ref.resume_skew_seconds,
             )
-    return Following(resolved, source, members)
+    return Following(resolved, source, members, tuple(sorted(standby)))
 
 
 def _member(group: Mapping[str, Any], chosen: str | None) -> FailoverMember | None:
@@ -104,9 +111,12 @@ def _member(group: Mapping[str, Any], chosen: str | None) -> FailoverMember | No
     spec is its controller's business)."""
     if chosen is None:
         return None
-    spec = group.get("spec") or {}
-    found = (FailoverMember.model_validate(m) for m in spec.get("members") or [] if m.get("name") == chosen)
-    return next(found, None)
+    return next((m for m in _members(group) if m.name == chosen), None)
+
+
+def _members(group: Mapping[str, Any]) -> list[FailoverMember]:
+    """The members of the group's spec."""
+    return [FailoverMember.model_validate(m) for m in (group.get("spec") or {}).get("members") or []]
 
 
 def _endpoint(site: ConnectionSite) -> str:

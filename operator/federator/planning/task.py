@@ -134,13 +134,15 @@ class SparkAppPlan:
     Secret is missing (that member alone stalls, named by its own pass)."""
     metrics_port: int = 9464
     workload_identities: list[IdentityUse] = field(default_factory=list)
+    pod_only_labels: dict[str, str] = field(default_factory=dict)
+    """Labels of the pods but not of the Spark application, whose labels say whose it is (a task's own
+    host: planning/follower.py)."""
 
     @property
     def pod_labels(self) -> dict[str, str]:
         """Labels of the driver and executor pods."""
-        if not self.workload_identities:
-            return dict(self.labels)
-        return {**self.labels, WORKLOAD_IDENTITY_LABEL: "true"}
+        identity = {WORKLOAD_IDENTITY_LABEL: "true"} if self.workload_identities else {}
+        return {**self.labels, **self.pod_only_labels, **identity}
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,13 @@ from federator.observe.driver import driver_status_fields
 from federator.observe.sparkapps import SparkObservation, failed_driver_pod, observe
 from federator.planning.application import application_name
 from federator.planning.errors import PlanningError
+from federator.planning.follower import hosts_itself, plan_task
 from federator.planning.following import Following, followed_groups
 from federator.planning.launchers import LAUNCHERS, LauncherModule, render_spark_application
-from federator.planning.secrets import SecretBinding
+from federator.planning.secrets import SecretBinding, secret_bindings
 from federator.planning.task import (
     TASK_LABEL,
     TaskPlan,
-    plan_replication_task,
     task_arguments,
     task_config_map_name,
 )
@@ -35,6 +35,7 @@ from federator.reconcile.replicationtask_member import (
     MemberPassPlan,
     member_outcome,
     plan_member,
+    query_report,
     read_application,
 )
 from federator.reconcile.replicationtask_source import SourceProbes, source_reachable
@@ -194,12 +195,14 @@ async def _own_outcome(
     observation = observe(api_version, stored, driver)
     existed = status_field(ReplicationTaskStatus, body.get("status"), "spark_application") is not None
     found = findings(planned, applied, observation, existed=existed)
-    if observation.phase == "Running":  # counts, lag per partition and translation, from the driver
-        found.status_fields.update(
-            await driver_status_fields(
-                reads.client, meta["namespace"], meta["name"], settings.app_metrics_port
-            )
-        )
+    if observation.phase != "Running":
+        return found
+    namespace, name, port = meta["namespace"], meta["name"], settings.app_metrics_port
+    if hosts_itself(planned.task):  # its own host: the task's document and its query's state
+        host = f"the task's own host (Spark application {name})"
+        await query_report(reads.client, found, namespace, name, name, port, host)
+    else:  # counts, lag per partition and translation, from the driver
+        found.status_fields.update(await driver_status_fields(reads.client, namespace, name, port))
     return found
 
 
@@ -260,7 +263,7 @@ def plan(
         if kept is not None and made_from.generation is not None and kept.made_from == made_from:
             task, app = kept.task, kept.app
         else:
-            task = plan_replication_task(**task_arguments(meta, following, settings))
+            task = plan_task(**task_arguments(meta, following, settings))
             app = render_spark_application(task.launcher, task.spark_app)
             memory.planned = Planned(made_from, task, app)
     except PlanningError as err:
@@ -274,13 +277,15 @@ def plan(
     pods, claim = task.spark_app, inputs.checkpoint_claim
     where = f"{pods.namespace}/{pods.checkpoint_pvc.claim_name}" if pods.checkpoint_pvc else None
     shared = judge_checkpoint_claim(where, pods.executor_instances, claim) if where else None
-    switch = member_switch(inputs.config_map, following)
+    restarts = "its query restarts in its own host" if hosts_itself(task) else "the app restarts"
+    switch = member_switch(inputs.config_map, following, restarts)
     return PassPlan(task, following, LAUNCHERS[task.launcher], app, switch, shared)
 
 
 def _preconditions(task: TaskPlan, inputs: TaskInputs, namespace: str) -> list[cond.ConditionUpdate] | None:
-    """What the task waits for, or None when it can run."""
-    missing = secret_preconditions(task.spark_app.secrets, inputs, namespace)
+    """What the task waits for, or None when it can run: the Secrets of the members used now (its own
+    host's pods carry every member's, optional for the kubelet)."""
+    missing = secret_preconditions(secret_bindings(task.task_config.spec), inputs, namespace)
     if missing is not None:
         return missing
     if (identity := judge_service_account(task.spark_app, inputs.service_account)) is not None:
@@ -346,7 +351,7 @@ def findings(planned: PassPlan, applied: Applied, observation: SparkObservation,
             Note(
                 "Warning",
                 reasons.DRIFT_CORRECTED,
-                f"ConfigMap {planned.task.spark_app.config_map} was changed; restored",
+                f"ConfigMap {planned.task.config_map['metadata']['name']} was changed; restored",
             )
         )
     notes += applied_notes(kind, app_name, applied.app, existed, announced=switch is not None)

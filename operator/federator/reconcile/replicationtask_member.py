@@ -14,6 +14,7 @@ from typing import Any
 
 from federator import reasons
 from federator.apply.children import Outcome, ensure
+from federator.kube.client import KubeClient
 from federator.kube.reads import ClusterReads
 from federator.kube.resources import CONFIGMAPS, REPLICATION_APPLICATIONS, ResourceRef
 from federator.observe.driver import member_report
@@ -123,16 +124,32 @@ async def member_outcome(
         ReplicationTaskStatus(spark_application=status, active_source_member=planned.following.source_member)
     )
     if observation.phase == "Running":
-        report = await member_report(client, namespace, application, name, settings.app_metrics_port)
-        if report is not None:  # no driver answers: the application's state is all there is to say
-            found.status_fields.update(report.fields)
-            found.condition_updates[:3] = query_conditions(application, report.query)
+        driver = f"the driver of ReplicationApplication {application}"
+        await query_report(client, found, namespace, application, name, settings.app_metrics_port, driver)
     return found
 
 
-def query_conditions(application: str, query: Mapping[str, Any] | None) -> list[cond.ConditionUpdate]:
-    """The triad from the member's entry in its running driver's `/status` listing (None: not listed)."""
-    driver = f"the driver of ReplicationApplication {application}"
+async def query_report(
+    client: KubeClient,
+    found: Findings,
+    namespace: str,
+    application: str,
+    task: str,
+    port: int,
+    driver: str,
+) -> None:
+    """Into ``found``: the task's status fields from its own document at the running host of
+    ``application`` (its pods' `federator.io/application` label) and the triad from its query's state;
+    nothing when no driver answers (the Spark application's state is all there is to say). ``driver``
+    names the host in the conditions' messages."""
+    report = await member_report(client, namespace, application, task, port)
+    if report is not None:
+        found.status_fields.update(report.fields)
+        found.condition_updates[:3] = query_conditions(driver, report.query)
+
+
+def query_conditions(driver: str, query: Mapping[str, Any] | None) -> list[cond.ConditionUpdate]:
+    """The triad from the task's entry in its running ``driver``'s `/status` listing (None: not listed)."""
     state = (query or {}).get("state")
     if state == TASK_RUNNING:
         return cond.ready(reasons.RUNNING, f"{driver} runs the task's query")
