@@ -8,10 +8,16 @@ operator running. For each size (`--tasks`, default 200 and 1,000), on a fresh s
 - the same counts over one idle observe interval after that: the steady-state cost per task.
 
 Baseline, in the same run: the same creates with no operator (the API server's own cost), as a ratio.
-Profile the operator with py-spy (`py-spy record -o out.txt --format raw -- python -m bench.operator_scale`).
+The tasks are created and watched from a process of their own (`drive`), as a client would: not from the
+operator's, whose GIL they would wait for.
+`--against DIR` compares operators: DIR is another checkout (`git archive 244b270 | tar -x -C DIR`), whose
+operator and contract packages run against this tree's fake API server, alternated with this tree's in each
+of `--rounds`, so both meet the same server (managed fields and all) and the same load.
+Profile with py-spy: `py-spy record --subprocesses -o out.txt --format raw -- python -m bench.operator_scale`.
 Final line: JSON.
 
     .venv/bin/python -m bench.operator_scale [--tasks 200 1000] [--observe-interval 30]
+        [--against DIR] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -122,7 +128,7 @@ class ApiServer:
     """The fake API server process, driven over HTTP."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen(
+        self.process: subprocess.Popen[str] | None = subprocess.Popen(
             [sys.executable, "-m", "bench.operator_scale", "--serve"],
             cwd=ROOT,
             stdin=subprocess.PIPE,
@@ -132,6 +138,13 @@ class ApiServer:
         assert self.process.stdout is not None
         self.url = self.process.stdout.readline().strip()
         assert self.url.startswith("http"), "the fake API server did not start"
+
+    @classmethod
+    def at(cls, url: str) -> ApiServer:
+        """A client of the server another process started."""
+        server = cls.__new__(cls)
+        server.process, server.url = None, url
+        return server
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -149,7 +162,7 @@ class ApiServer:
         return found
 
     def stop(self) -> None:
-        assert self.process.stdin is not None
+        assert self.process is not None and self.process.stdin is not None
         self.process.stdin.close()
         self.process.wait(30)
 
@@ -180,9 +193,9 @@ def ready(item: dict[str, Any]) -> bool:
 class ReadyWatch(threading.Thread):
     """One watch of the tasks, as a dashboard would hold it: notes when each became ready."""
 
-    def __init__(self, server: ApiServer) -> None:
+    def __init__(self, server_url: str) -> None:
         super().__init__(name="bench-watch", daemon=True)
-        url = urllib.parse.urlsplit(server.url)
+        url = urllib.parse.urlsplit(server_url)
         self.connection = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port)
         self.path = f"{RT}?watch=true"
         self.ready: dict[str, float] = {}
@@ -316,27 +329,45 @@ def run(count: int, observe_interval: int) -> dict[str, Any]:
         kubeconfig.unlink(missing_ok=True)
 
 
-def measure(server: ApiServer, count: int, observe_interval: int) -> dict[str, Any]:
-    deadline_seconds = 120 + count * 0.3
-    watch = ReadyWatch(server)
+def drive(server_url: str, count: int, deadline_seconds: float) -> None:
+    """Child process: the tasks' creator and the dashboard's watch, in an interpreter of their own. In the
+    operator's process they waited for its GIL: 1,000 creates took 43 s there against 2-7 s alone, so
+    "ready" measured the creating thread's share of the GIL. Times are CLOCK_MONOTONIC, one clock for
+    every process. Prints "watching", waits for a line on stdin, creates; prints the times as JSON."""
+    server = ApiServer.at(server_url)
+    watch = ReadyWatch(server_url)
     watch.start()
     watch.started.wait(30)
-    load_before = loadavg()
-    bench = [threading.main_thread(), watch]
-    before = Counts(server, bench)
+    print("watching", flush=True)
+    sys.stdin.readline()
     created: dict[str, float] = {}
     for i in range(count):
         created[f"task-{i:04d}"] = time.monotonic()
         server.request("POST", RT, task(i))
-    deadline = before.at + deadline_seconds
+    deadline = time.monotonic() + deadline_seconds
     while len(watch.ready) < count and time.monotonic() < deadline:
         time.sleep(0.1)
-    done = dict(watch.ready)
+    print(json.dumps({"created": created, "ready": dict(watch.ready)}), flush=True)
+    watch.stop()
+
+
+def measure(server: ApiServer, count: int, observe_interval: int) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "bench.operator_scale", "--drive", server.url, "--tasks", str(count)]
+    driver = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert driver.stdin is not None and driver.stdout is not None
+    assert driver.stdout.readline().strip() == "watching", "the bench's driver did not start"
+    load_before = loadavg()
+    bench = [threading.main_thread()]  # it only waits: creates and the watch run in the driver
+    before = Counts(server, bench)
+    driver.stdin.write("go\n")
+    driver.stdin.flush()
+    times = json.loads(driver.stdout.readline())
+    driver.wait(30)
+    created, done = times["created"], times["ready"]
     settled = Counts(server, bench)
     creating = settled.since(before, count)
     time.sleep(observe_interval)
     idle = Counts(server, bench).since(settled, count)
-    watch.stop()
     latencies = [done[n] - created[n] for n in done]
     return {
         "tasks": count,
@@ -354,11 +385,37 @@ def measure(server: ApiServer, count: int, observe_interval: int) -> dict[str, A
 
 def one_size(count: int, observe_interval: int) -> dict[str, Any]:
     """In its own process (fresh metrics, an RSS of this size alone): a baseline, then the operator."""
+    import federator
+
     base = baseline(count)
     result = run(count, observe_interval)
     result["baseline_creates_seconds"] = round(base, 2)
+    result["operator_package"] = str(Path(federator.__file__).parent)  # which checkout's operator ran
     total = result["all_ready_seconds"]
     result["ratio_vs_baseline"] = round(total / base, 2) if base and total else None
+    return result
+
+
+def operator_tree(text: str) -> Path:
+    """`--against`: a checkout holding the operator's and the contract's packages."""
+    tree = Path(text).resolve()
+    missing = [p for p in ("operator/federator", "contract/federator_contract") if not (tree / p).is_dir()]
+    if missing:
+        raise argparse.ArgumentTypeError(f"--against {text}: no {' or '.join(missing)} there")
+    return tree
+
+
+def one_run(count: int, observe_interval: int, tree: Path | None) -> dict[str, Any]:
+    """One size in its own process, with the operator of `tree` (None: this one's) first on the path."""
+    argv = [sys.executable, "-m", "bench.operator_scale", "--one", "--tasks", str(count)]
+    argv += ["--observe-interval", str(observe_interval)]
+    env = dict(os.environ)
+    if tree is not None:
+        paths = [str(tree / "operator"), str(tree / "contract"), env.get("PYTHONPATH", "")]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    output = subprocess.run(argv, cwd=ROOT, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    result["operator"] = str(tree) if tree is not None else "this tree"
     return result
 
 
@@ -366,35 +423,44 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, nargs="+", default=[200, 1000])
     parser.add_argument("--observe-interval", type=int, default=30, help="seconds (the operator's setting)")
+    parser.add_argument("--against", type=operator_tree, help="another checkout's operator, alternated")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat every size (and operator) this often")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--drive", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve()
+        return
+    if args.drive:
+        drive(args.drive, args.tasks[0], 120 + args.tasks[0] * 0.3)
         return
     if args.one:
         print(json.dumps(one_size(args.tasks[0], args.observe_interval)))
         return
     results = []
-    for count in args.tasks:
-        argv = [sys.executable, "-m", "bench.operator_scale", "--one", "--tasks", str(count)]
-        argv += ["--observe-interval", str(args.observe_interval)]
-        output = subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
-        result = json.loads(output.strip().splitlines()[-1])
-        idle = result["idle_observe_interval"]
-        print(
-            f"{result['ready_tasks']}/{count} tasks ready in {result['all_ready_seconds']} s (creates alone: "
-            f"{result['baseline_creates_seconds']} s); latency p50 {result['latency_p50_seconds']} s, "
-            f"p99 {result['latency_p99_seconds']} s; {result['passes_per_task']} passes (mean "
-            f"{result['pass_mean_seconds']} s) and "
-            f"{result['api_requests_per_task']} API requests per task; RSS {result['rss_mb']} MB; "
-            f"API server CPU share {result['api_server_cpu_share']}; idle {args.observe_interval} s: "
-            f"{idle['passes_per_task']} passes, {idle['api_requests_per_task']} requests per task; "
-            f"load {result['load_average_before']} → {result['load_average_after']}",
-            flush=True,
-        )
-        results.append(result)
+    trees: list[Path | None] = [args.against, None] if args.against else [None]
+    for round_ in range(1, args.rounds + 1):
+        for count in args.tasks:
+            for tree in trees:
+                result = one_run(count, args.observe_interval, tree) | {"round": round_}
+                print(f"round {round_}, {result['operator']}: {summary(result, args.observe_interval)}")
+                results.append(result)
     print(json.dumps({"observe_interval_seconds": args.observe_interval, "runs": results}))
+
+
+def summary(result: dict[str, Any], observe_interval: int) -> str:
+    idle = result["idle_observe_interval"]
+    return (
+        f"{result['ready_tasks']}/{result['tasks']} tasks ready in {result['all_ready_seconds']} s (creates "
+        f"alone: {result['baseline_creates_seconds']} s); latency p50 {result['latency_p50_seconds']} s, "
+        f"p99 {result['latency_p99_seconds']} s; {result['passes_per_task']} passes (mean "
+        f"{result['pass_mean_seconds']} s) and {result['api_requests_per_task']} API requests per task; "
+        f"CPU: operator {result['operator_cpu_seconds']} s, API server {result['api_server_cpu_seconds']} s; "
+        f"RSS {result['rss_mb']} MB; idle {observe_interval} s: {idle['passes_per_task']} passes, "
+        f"{idle['api_requests_per_task']} requests per task, operator CPU {idle['operator_cpu_seconds']} s; "
+        f"load {result['load_average_before']} → {result['load_average_after']}"
+    )
 
 
 if __name__ == "__main__":

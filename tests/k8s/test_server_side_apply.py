@@ -265,6 +265,24 @@ def test_managed_fields_are_cleared_by_one_empty_entry_not_by_an_empty_list(kube
     assert owners(obj, "data", "more") == {"before-first-apply"}
 
 
+def test_managed_fields_a_client_sets_are_stored_as_the_server_encodes_them(kube: KubeServer) -> None:
+    first = applied(kube, config_map({"key": "v"}), "test_manager")
+    entry = dict(first["metadata"]["managedFields"][0])
+    # The same fields, with "." also marking a leaf: the server decodes them and stores its own encoding.
+    entry["fieldsV1"] = {"f:data": {".": {}, "f:key": {".": {}}}}
+    patch = {"metadata": {"managedFields": [entry]}}
+    _, reset = kube.request("PATCH", f"{CM}/test-cm", patch, MERGE)
+    assert entries(reset) == {("test_manager", "Apply", ""): {"f:data": {".": {}, "f:key": {}}}}
+
+
+def test_each_write_re_encodes_only_the_entries_whose_fields_changed(kube: KubeServer) -> None:
+    applied(kube, config_map({"a": "1"}), "test_manager")
+    kube.request("PATCH", f"{CM}/test-cm?fieldManager=editor", {"data": {"b": "2"}}, MERGE)
+    obj = applied(kube, config_map({"a": "1", "c": "3"}), "test_manager")
+    assert entries(obj)[("test_manager", "Apply", "")] == {"f:data": {"f:a": {}, "f:c": {}}}
+    assert entries(obj)[("editor", "Update", "")] == {"f:data": {"f:b": {}}}
+
+
 def test_kubectl_moves_a_client_side_applied_object_to_server_side_apply_without_conflicts(
     kubectl: Runner, kube: KubeServer
 ) -> None:

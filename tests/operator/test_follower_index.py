@@ -42,3 +42,22 @@ def test_nothing_is_kept_for_a_task_the_operator_does_not_know() -> None:
     """No state: not met yet, or forgotten after its deletion (kept state must not outlive it)."""
     assert followed_at(None, {"generation": 1}, spec("billing")) == ["billing"]
     assert followed_at(None, {"generation": 1}, {"targets": 3}) == []
+
+
+def test_a_spec_naming_no_group_follows_none_without_being_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Refusing:
+        @staticmethod
+        def model_validate(value: object) -> None:
+            raise AssertionError("validated a spec that names no FailoverGroup")
+
+    monkeypatch.setattr(followers, "ReplicationTaskSpec", Refusing)
+    unfollowing = spec("billing")
+    unfollowing["source"]["serviceBus"]["connection"] = {"secretRef": {"name": "weu-conn"}}
+    assert followed_at(None, {"generation": 1}, unfollowing) == []
+
+
+@pytest.mark.parametrize("key", ["failoverGroupRef", "failover_group_ref"])
+def test_a_group_named_under_either_spelling_the_models_accept_is_followed(key: str) -> None:
+    following = spec("billing")
+    following["source"]["serviceBus"]["connection"] = {key: {"name": "audit"}}
+    assert followed_at(None, {"generation": 1}, following) == ["audit"]

@@ -142,6 +142,9 @@ class Managed:
     fields: dict[Manager, set[Path]] = field(default_factory=dict)
     versions: dict[Manager, str] = field(default_factory=dict)
     times: dict[Manager, str] = field(default_factory=dict)
+    stored: dict[Manager, tuple[set[Path], Obj]] = field(default_factory=dict, compare=False)
+    """Each manager's fields as this server stored them (set and FieldsV1): written back as they were
+    while the set is the same, instead of encoded again (every write re-encoded every manager)."""
 
     def owned_by_others(self, me: Manager) -> Iterator[tuple[Manager, set[Path]]]:
         return ((m, s) for m, s in self.fields.items() if m != me)
@@ -156,8 +159,9 @@ class Managed:
             self.times.pop(manager, None)
 
 
-def decode(obj: Obj) -> Managed:
-    """The managers of an object, from its ``metadata.managedFields``."""
+def decode(obj: Obj, *, stored: bool = True) -> Managed:
+    """The managers of an object, from its ``metadata.managedFields``; ``stored`` when this server wrote
+    them (so their FieldsV1 is already encoded as `encode` would), not a client."""
     managed = Managed()
     for entry in obj.get("metadata", {}).get("managedFields") or []:
         version = entry.get("apiVersion", "")
@@ -169,6 +173,8 @@ def decode(obj: Obj) -> Managed:
             version if operation == UPDATE else "",
         )
         managed.fields[manager] = set(_decode_set(entry.get("fieldsV1") or {}, ()))
+        if stored:
+            managed.stored[manager] = (set(managed.fields[manager]), entry.get("fieldsV1") or {})
         managed.versions[manager] = version
         managed.times[manager] = entry.get("time", "")
     managed.drop_empty()
@@ -195,7 +201,8 @@ def encode(managed: Managed) -> list[Obj]:
         entry["apiVersion"] = managed.versions.get(manager, manager.api_version)
         entry["time"] = managed.times.get(manager, "")
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = _encode_set(paths)
+        kept, fields_v1 = managed.stored.get(manager, (None, None))
+        entry["fieldsV1"] = json_copy(fields_v1) if kept == paths else _encode_set(paths)
         if manager.subresource:
             entry["subresource"] = manager.subresource
         entries.append(entry)
@@ -326,7 +333,7 @@ def update(live: Obj | None, new: Obj, write: Write) -> Obj:
 def _managers_of(live: Obj, new: Obj) -> Managed:
     sent = new.get("metadata", {}).get("managedFields")
     if sent and sent != live.get("metadata", {}).get("managedFields"):
-        return decode(new)  # the client reset them
+        return decode(new, stored=False)  # the client reset them: encoded again
     return decode(live)
 
 
@@ -336,6 +343,7 @@ def apply(live: Obj, applied: Obj, write: Write, *, force: bool) -> Obj:
 
     A re-apply of the same object returns ``live`` unchanged (same managedFields and times)."""
     managed = decode(live)
+    before = dict(managed.times)
     if live.get("metadata", {}).get("uid") and not managed.fields:
         managed = decode(update({}, live, Write(BEFORE_FIRST_APPLY, write.api_version, write.now)))
     me = Manager(write.manager, APPLY, write.subresource)
@@ -354,7 +362,6 @@ def apply(live: Obj, applied: Obj, write: Write, *, force: bool) -> Obj:
             raise
         _settle(managed, me, diff, force=True)
     _keep_last_applied(live, applied, write, result)
-    before = decode(live).times
     changed = without_managed_fields(result) != without_managed_fields(live)
     # The entry's time moves only when the apply changed the object (or the entry is new).
     managed.times[me] = write.now if changed or me not in before else before[me]

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from federator.handlers.context import ObjectRegistry, ObjectState, OperatorContext
 from federator.planning.following import followed_groups
-from federator_contract.api.base import GROUP, VERSION
+from federator_contract.api.base import GROUP, VERSION, EndpointConnection
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 
 Followed = tuple[str, str]
@@ -46,14 +46,28 @@ def followed_at(state: ObjectState | None, meta: Mapping[str, Any], spec: Mappin
     return found
 
 
+# How a following connection names its group: the field's alias or name (the models accept both).
+_FOLLOWS = frozenset({"failover_group_ref", EndpointConnection.model_fields["failover_group_ref"].alias})
+
+
 def followed_in(spec: Mapping[str, Any]) -> list[str]:
     """The groups a task's spec follows; none for a spec that does not validate (it cannot run until it is
-    fixed, and the edit that fixes it indexes it again)."""
+    fixed, and the edit that fixes it indexes it again). A spec that names no group anywhere follows none,
+    known without validating it: kopf indexes each watch event, before a pass has made the state that
+    keeps the answer (at creation several per task)."""
+    if not _names_a_group(spec):
+        return []
     try:
         model = ReplicationTaskSpec.model_validate(dict(spec))
     except ValidationError:
         return []
     return followed_groups(model)
+
+
+def _names_a_group(value: object) -> bool:
+    if isinstance(value, Mapping):
+        return any(key in _FOLLOWS or _names_a_group(item) for key, item in value.items())
+    return isinstance(value, list) and any(_names_a_group(item) for item in value)
 
 
 def wake_followers(
