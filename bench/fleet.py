@@ -153,7 +153,7 @@ def backlog_phase(
         wait_for_count(fleet.emus, backlog.target, 1, START_TIMEOUT, log)
         first, first_at = time.monotonic() - started, time.time()
         logger.info("backlog task: first event after %.1f s (load %s)", first, load())
-        wait_for_count(fleet.emus, backlog.target, args.backlog, START_TIMEOUT + args.backlog / 500, log)
+        wait_for_count(fleet.emus, backlog.target, args.backlog, args.backlog / 500, log, stall=START_TIMEOUT)
         caught_up, done_at = time.monotonic() - started, time.time()
         logger.info("backlog of %d caught up in %.1f s (load %s)", args.backlog, caught_up, load())
     return {

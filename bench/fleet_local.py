@@ -15,9 +15,11 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,8 +91,20 @@ def local_run(workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
         )
     try:
         return measured(Fleet(ready_emulators(state, tasks, log), workdir), run, quiet, burst, args, log)
+    except RuntimeError as error:  # the run's directory goes with the benchmark's: its logs are kept
+        raise RuntimeError(f"{error}\nlogs kept in {keep_logs(files, state)}") from error
     finally:
         stop(run)
+
+
+def keep_logs(files: Path, state: Path) -> Path:
+    """``federator run``'s output and its applications' logs, copied where the benchmark's temporary
+    directory does not take them along."""
+    kept = Path(tempfile.mkdtemp(prefix="fleet-local-logs-"))
+    for log in [files / "run.log", *state.glob("applications/*/*/app.log")]:
+        if log.exists():
+            shutil.copy(log, kept / "_".join(log.relative_to(log.parents[2]).parts))
+    return kept
 
 
 def measured(
@@ -140,7 +154,7 @@ def burst_phase(
         fleet.sent[burst.source] += args.backlog
         sending = time.monotonic() - started
         total = fleet.sent[burst.source]
-        wait_for_count(fleet.emus, burst.target, total, START_TIMEOUT + args.backlog / 500, log)
+        wait_for_count(fleet.emus, burst.target, total, args.backlog / 500, log, stall=START_TIMEOUT)
         caught_up, done_at = time.monotonic() - started, time.time()
         logger.info(
             "local mode: burst of %d sent in %.1f s, replicated in %.1f s", args.backlog, sending, caught_up

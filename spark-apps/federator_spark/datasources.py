@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 # Spark's planners unpickle these classes in Python workers forked by PySpark's own daemon, whose module is
 # not a setting: importing this module is where the app's code first runs in them, and so where they learn
 # to end quietly when the JVM lets them go (``worker_exit``).
-worker_exit.quiet_if_forked_by_pyspark_daemon()
+worker_exit.adapt_if_forked_by_pyspark_daemon()
 
 
 class EventHubsDataSource(DataSource):

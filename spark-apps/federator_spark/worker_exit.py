@@ -11,15 +11,20 @@ on or off) from every idle worker: a traceback in every app's log that is no err
 use: before a use after the first, it waits for the JVM's first byte as the worker would, and if the JVM
 closed the socket instead, it ends the worker with one debug line. Anything else, a real error included,
 takes PySpark's own path and keeps its traceback.
+
+A worker of PySpark's own daemon that serves the session once (Spark's lookup of registered data sources)
+is not kept at all (:func:`not_kept_after_this_use`): the JVM stops it after its use instead of keeping it a
+minute.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import socket
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +36,14 @@ CLOSED = 1
 0, after draining a socket that is already at its end."""
 
 PYSPARK_DAEMON = "pyspark.daemon"
+
+USED_ONCE_PLANNERS = frozenset({"pyspark.sql.worker.lookup_data_sources"})
+"""The planners whose workers the JVM need not keep: Spark's lookup of registered data sources runs once per
+session, and its worker would idle a minute after it (42 MB at bench.replication's peak). The others are
+kept: a query uses the writer's planner (``write_into_data_source``: Spark asks Python for each batch's
+writer) and the commit runner in every batch, and fresh workers for a query's start (``create_data_source``,
+``plan_data_source_read``) made each start about a second slower in bench.replication (docs/replication.md,
+"Planner workers that leave after their use")."""
 
 
 def closed_by_jvm(sock: socket.socket) -> bool:
@@ -82,8 +95,43 @@ def quiet_this_worker() -> None:
         main.worker = QuietWhenClosed(main.worker, served=True)
 
 
-def quiet_if_forked_by_pyspark_daemon() -> None:
+def planner_module() -> str:
+    """The module a worker forked by PySpark's own daemon serves: Spark starts that daemon as ``python -m
+    pyspark.daemon <module>``, one daemon per module, and its workers inherit its arguments."""
+    return sys.argv[1] if len(sys.argv) > 1 else ""
+
+
+class NotKept:
+    """PySpark's planners' ``write_int`` (``pyspark.sql.worker.utils``), answering the JVM's end of stream
+    with PySpark's own "do not reuse this worker" (``END_OF_DATA_SECTION``): the JVM then stops the worker
+    after its use (``PythonPlannerRunner``: only a worker that answers ``END_OF_STREAM`` is released to its
+    factory's pool), through its daemon, without a warning. Every other value is written as it is."""
+
+    def __init__(self, write_int: Callable[[int, IO[bytes]], None]) -> None:
+        self.write_int = write_int
+
+    def __call__(self, value: int, stream: IO[bytes]) -> None:
+        from pyspark.serializers import SpecialLengths
+
+        if value == SpecialLengths.END_OF_STREAM:
+            value = SpecialLengths.END_OF_DATA_SECTION
+        self.write_int(value, stream)
+
+
+def not_kept_after_this_use() -> None:
+    """In a planner worker, during its use: the JVM does not keep it after this use. The planners' use ends
+    in ``worker_run``, which answers the JVM's end of stream with the module's ``write_int``."""
+    utils: Any = importlib.import_module("pyspark.sql.worker.utils")  # write_int: imported, not exported
+
+    if not isinstance(utils.write_int, NotKept):
+        utils.write_int = NotKept(utils.write_int)
+
+
+def adapt_if_forked_by_pyspark_daemon() -> None:
     """Where the app's code first runs in a worker of PySpark's own daemon (a data source's module, or a
-    ``pyspark_*`` module Spark's lookup imports): that worker ends quietly when the JVM lets it go."""
+    ``pyspark_*`` module Spark's lookup imports): that worker ends quietly when the JVM lets it go, and
+    the JVM does not keep one of the planners used once (``USED_ONCE_PLANNERS``) after this use."""
     if forked_by_pyspark_daemon():
         quiet_this_worker()
+        if planner_module() in USED_ONCE_PLANNERS:
+            not_kept_after_this_use()

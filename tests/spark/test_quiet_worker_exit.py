@@ -3,9 +3,9 @@ Spark keeps for reuse end quietly when the JVM closes their sockets, after a min
 session stops (``federator_spark/worker_exit.py``). A real error in a worker still reaches the driver with
 its traceback.
 
-One worker is out of the app's reach: the one Spark forks once per session to look up statically
-registered data sources (``pyspark.sql.worker.lookup_data_sources``), which runs none of the app's code, so
-its end still prints PySpark's traceback (docs/replication.md, "The ``BrokenPipeError`` tracebacks")."""
+The worker Spark forks once per session to look up statically registered data sources
+(``pyspark.sql.worker.lookup_data_sources``) runs none of the app's code but imports ``pyspark_federator``,
+which tells the JVM not to keep it: it ends after its one use instead of idling into the same traceback."""
 
 from __future__ import annotations
 
@@ -81,7 +81,6 @@ def test_a_run_that_idles_past_the_workers_timeout_and_stops_prints_no_traceback
     output = log.read_text()
     assert "too long a path for Unix domain sockets" not in output  # over TCP, a worker's flush succeeds
     idle, stop = output.split("stopping the query", 1)
-    # Spark's lookup worker too, idle since the session's first data source (pyspark_federator).
     assert "Traceback" not in idle, idle[-6000:]
     assert "Traceback" not in stop, stop[-6000:]
 

@@ -136,3 +136,47 @@ def test_a_worker_of_pyspark_s_own_daemon_is_told_apart_by_its_main_module(
 
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip() == str(forked_by_pyspark)
+
+
+# A worker of the planner daemon for ``sys.argv[1]`` in which the app's code ran: what its use's final
+# ``write_int`` (``pyspark.sql.worker.utils``, the answer to the JVM's end of stream) writes for the end of
+# stream and for another value.
+IN_PLANNER = """
+import importlib.util, io, sys
+from pyspark import daemon
+from pyspark.serializers import SpecialLengths, read_int
+main = sys.modules["__main__"]
+main.__spec__ = importlib.util.find_spec("pyspark.daemon")
+main.worker = daemon.worker
+from federator_spark import worker_exit
+worker_exit.adapt_if_forked_by_pyspark_daemon()
+worker_exit.adapt_if_forked_by_pyspark_daemon()  # a second data source module's import changes nothing
+from pyspark.sql.worker import utils
+written = io.BytesIO()
+utils.write_int(SpecialLengths.END_OF_STREAM, written)
+utils.write_int(7, written)
+written.seek(0)
+print(read_int(written), read_int(written))
+"""
+
+
+@pytest.mark.parametrize(
+    ("planner", "kept"),
+    [
+        ("pyspark.sql.worker.lookup_data_sources", False),
+        ("pyspark.sql.worker.create_data_source", True),
+        ("pyspark.sql.worker.plan_data_source_read", True),
+        ("pyspark.sql.worker.write_into_data_source", True),
+        ("pyspark.sql.worker.python_streaming_sink_runner", True),
+    ],
+)
+def test_only_the_session_s_lookup_asks_the_jvm_not_to_keep_its_worker(planner: str, kept: bool) -> None:
+    from pyspark.serializers import SpecialLengths
+
+    run = subprocess.run(
+        [sys.executable, "-c", IN_PLANNER, planner], capture_output=True, text=True, timeout=120
+    )
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    answer = SpecialLengths.END_OF_STREAM if kept else SpecialLengths.END_OF_DATA_SECTION
+    assert run.stdout.split() == [str(answer), "7"]
