@@ -482,10 +482,12 @@ def wants(only: str, language: Language) -> bool:
 
 
 def selected(work: Path, only: str) -> list[Path]:
-    """The samples (in any language) whose file names match ``only``."""
+    """The samples (in any language) whose file names match ``only``; none where none were fetched (a
+    fresh clone whose JavaScript samples could not be cloned, the Python ones not fetched yet)."""
+    folders = sorted((work / "samples").iterdir()) if (work / "samples").is_dir() else []
     return [
         path
-        for samples in sorted((work / "samples").iterdir())
+        for samples in folders
         for path in sorted(samples.rglob("*"))
         if path.suffix in LANGUAGES and fnmatch.fnmatch(path.name, only) and "node_modules" not in path.parts
     ]
@@ -540,6 +542,9 @@ def inside(work: Path, only: str, seconds: float, report: Path | None) -> int:
 
 
 def main() -> int:
+    # Started in the background of a shell, SIGINT is ignored and the samples, which it stops, would inherit
+    # that; a handler (not SIG_IGN) is reset to the default in each child.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = argparse.ArgumentParser(prog="run-sdk-samples", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--work", type=Path, default=ROOT / ".cache" / "sdk-samples", help="download and run here"
