@@ -109,11 +109,16 @@ def _estimate(record: SwitchRecord) -> str:
     """The estimate the count replaces, and how old it was at the switch."""
     if record.events_left_behind is None:
         return "no estimate at the switch: the tasks' lag showed nothing left, or was not measured"
-    measured = ""
-    if record.left_behind_measured_at is not None:
-        age = max(0.0, (record.decided - record.left_behind_measured_at).total_seconds())
-        measured = f", from a lag measured {age:.1f}s before the switch"
-    return f"estimated: {record.events_left_behind} at the switch{measured}"
+    measured = _lag_age(record)
+    return f"estimated: {record.events_left_behind} at the switch{', ' + measured if measured else ''}"
+
+
+def _lag_age(record: SwitchRecord) -> str:
+    """How old the lag the estimate came from was at the switch ("": not known)."""
+    if record.left_behind_measured_at is None:
+        return ""
+    age = max(0.0, (record.decided - record.left_behind_measured_at).total_seconds())
+    return f"from a lag measured {age:.1f}s before the switch"
 
 
 def loss_words(record: SwitchRecord) -> str | None:
@@ -130,8 +135,5 @@ def loss_words(record: SwitchRecord) -> str | None:
     if record.events_left_behind is None:
         return None
     span = f" ({record.rpo_seconds:g}s)" if record.rpo_seconds is not None else ""
-    age = ""
-    if record.left_behind_measured_at is not None:
-        seconds = max(0.0, (record.decided - record.left_behind_measured_at).total_seconds())
-        age = f" from a lag measured {seconds:.1f}s before the switch"
-    return f"{record.events_left_behind} events left behind{span}, an estimate{age}"
+    measured = f" {_lag_age(record)}".rstrip()
+    return f"{record.events_left_behind} events left behind{span}, an estimate{measured}"
