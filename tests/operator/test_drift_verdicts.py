@@ -46,6 +46,14 @@ async def client(kube: KubeServer) -> AsyncIterator[KubeClient]:
     await found.close()
 
 
+@pytest_asyncio.fixture
+async def someone(kube: KubeServer) -> AsyncIterator[KubeClient]:
+    """Another client, whose writes are recorded under another manager's name."""
+    found = KubeClient(kube.url, aiohttp.ClientSession(headers={"User-Agent": "kubectl-edit/v1.31"}))
+    yield found
+    await found.close()
+
+
 def planned(name: str, **data: str) -> Obj:
     labels = {"app.kubernetes.io/managed-by": "federator"}
     return {
@@ -82,6 +90,27 @@ async def test_a_second_pass_over_unchanged_children_walks_none_of_them(client: 
     replanned = [(copy.deepcopy(desired), stored) for desired, stored in children]
     assert a_pass(verdicts, walks, replanned) == [False, False, False]
     assert walks.count == 3, "an equal plan rendered again is the same plan"
+
+
+async def test_a_child_as_federators_own_apply_returned_it_is_not_walked(
+    client: KubeClient, someone: KubeClient
+) -> None:
+    """Server-side apply is idempotent: the plan applied again to what its apply returned changes nothing,
+    so the first pass after a write (a fleet's first observe passes) walks no child."""
+    desired, walks = planned("a", task="1"), Walks()
+    _, created = await ensure(client, CONFIGMAPS, desired, None)
+    assert VERDICTS.judged(walks, desired, created) is False
+    assert walks.count == 0
+    assert drifted(desired, created) is False, "what is taken as applied is what a walk finds"
+
+    edited = await someone.patch(CONFIGMAPS.path(NS, "a"), {"data": {"task": None}}, MERGE_PATCH)
+    assert VERDICTS.judged(walks, desired, edited) is True
+    assert walks.count == 1, "another manager's version is walked"
+    _, restored = await ensure(client, CONFIGMAPS, desired, edited)
+    assert VERDICTS.judged(walks, desired, restored) is False
+    assert walks.count == 1, "what Federator's apply restored is not walked either"
+    assert VERDICTS.judged(walks, planned("a", task="3"), restored) is True
+    assert walks.count == 2, "another plan is walked"
 
 
 async def test_a_child_with_a_new_resource_version_is_walked_again(client: KubeClient) -> None:

@@ -8,6 +8,11 @@ plan is compared by identity first (the reconcilers keep a task's rendered child
 by value (a generated plan renders fresh dicts; comparing them costs microseconds, less than hashing them).
 Plans handed in are kept by reference: never modify one after it was judged.
 
+What Federator's own apply returned needs no walk at all: server-side apply is idempotent, so applying the
+same plan again to the object it returned changes nothing, and no judge of drift can find otherwise
+(`applied`, kept by kube/client.py). The first pass after a child was written — at a fleet's creation, every
+task's first observe pass — then walks nothing either.
+
 One entry per child, replaced when it changes; a child's watched copy forgets it when the child is deleted
 (kube/children.py), and a capacity bounds what reads outside the watches leave behind."""
 
@@ -19,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 Judge = Callable[[dict[str, Any], dict[str, Any]], bool]
-"""A verdict on (desired, stored) that depends on nothing else."""
+"""Whether applying `desired` would change `stored` (apply/children.py `drifted`): a verdict on (desired,
+stored) that depends on nothing else."""
 
 CAPACITY = 100_000
 """Children remembered at most, far above a fleet's (1,000 tasks have 2,000). Past it, the least recently
@@ -29,7 +35,8 @@ judged are walked again: slower, never wrong."""
 @dataclass(frozen=True)
 class _Verdict:
     version: str
-    judge: Judge
+    judge: Judge | None
+    """None: the version an apply of `desired` returned, not drifted for any judge."""
     desired: dict[str, Any]
     verdict: bool
 
@@ -47,8 +54,7 @@ class Verdicts:
         """`judge(desired, stored)`, asked only when this version of `stored` was not judged against an
         equal `desired` by the same judge before. Objects without uid or resourceVersion (not from an API
         server) are judged every time."""
-        meta = stored.get("metadata") or {}
-        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        uid, version = _identity(stored)
         if not uid or not version:
             return judge(desired, stored)
         seen = self._seen.get(uid)
@@ -56,11 +62,20 @@ class Verdicts:
             self._seen.move_to_end(uid)
             return seen.verdict
         verdict = judge(desired, stored)
-        self._seen[uid] = _Verdict(version, judge, desired, verdict)
+        self._keep(uid, _Verdict(version, judge, desired, verdict))
+        return verdict
+
+    def applied(self, desired: dict[str, Any], stored: dict[str, Any]) -> None:
+        """`stored` is what the API server returned for an apply of `desired`: not drifted from it."""
+        uid, version = _identity(stored)
+        if uid and version:
+            self._keep(uid, _Verdict(version, None, desired, False))
+
+    def _keep(self, uid: str, verdict: _Verdict) -> None:
+        self._seen[uid] = verdict
         self._seen.move_to_end(uid)
         if len(self._seen) > self._capacity:
             self._seen.popitem(last=False)
-        return verdict
 
     def forget(self, uid: str) -> None:
         """The child is gone."""
@@ -73,9 +88,14 @@ class Verdicts:
         return len(self._seen)
 
 
+def _identity(stored: dict[str, Any]) -> tuple[str, str]:
+    meta = stored.get("metadata") or {}
+    return str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+
+
 def _same(seen: _Verdict, version: str, judge: Judge, desired: dict[str, Any]) -> bool:
     same_plan = seen.desired is desired or seen.desired == desired
-    return seen.version == version and seen.judge is judge and same_plan
+    return seen.version == version and seen.judge in (judge, None) and same_plan
 
 
 VERDICTS = Verdicts()
