@@ -15,6 +15,7 @@ from federator.failover.connections import MemberConnection
 from federator.failover.probes import EntityRef, Prober
 from federator_emulator.testing import EmulatorFactory
 from support.azure_clients import with_key
+from support.sockets import unclosed_sockets
 
 CONFIG = {
     "namespaces": [
@@ -72,9 +73,6 @@ async def test_a_stopped_member_fails_fast_and_a_wrong_key_is_refused(
         assert outcome.message != NO_ANSWER, f"{entity}: a refused connection must not wait for the timeout"
 
 
-# azure-servicebus 7.15 drops (never closes) its socket when a connection times out during the AMQP
-# handshake; the garbage collector closes it with a ResourceWarning, which is not Federator's to fix.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.asyncio
 async def test_a_member_that_never_answers_fails_at_the_timeout(clients: Prober) -> None:
     accepted: list[asyncio.StreamWriter] = []
@@ -101,6 +99,7 @@ async def test_a_member_that_never_answers_fails_at_the_timeout(clients: Prober)
             await writer.wait_closed()
     assert accepted, "the probe never connected"
     assert outcome == outcome.__class__(False, NO_ANSWER)
+    assert unclosed_sockets() == [], "the probe left its socket to the garbage collector"
 
 
 @pytest.mark.slow

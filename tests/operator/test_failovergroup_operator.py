@@ -4,7 +4,6 @@ switch (ConfigMap, Azure DNS, Events, status, metric), and re-plans a Replicatio
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,25 +176,8 @@ DNS = {
 }
 
 
-# Stopping an emulator while a probe is connected to it breaks that connection, and azure-servicebus 7.15
-# then drops the socket without closing it (its connection is marked ended, so close() skips the
-# transport). The garbage collector closes it with a ResourceWarning: collected here, within this test,
-# so that it cannot surface in a later one.
-SDK_SOCKET_LEAK = (
-    r"ignore:Exception ignored in. <(function StreamWriter.__del__|function _SelectorTransport.__del__|"
-    r"socket.socket):pytest.PytestUnraisableExceptionWarning"
-)
-
-
-@pytest.fixture
-def collect_leaked_sockets() -> Iterator[None]:
-    yield
-    gc.collect()
-
-
-@pytest.mark.filterwarnings(SDK_SOCKET_LEAK)
 def test_the_group_fails_over_when_the_primary_stops_and_publishes_the_switch(
-    collect_leaked_sockets: None, operator: KubeServer, members: Members
+    operator: KubeServer, members: Members
 ) -> None:
     kube = operator
     # The counter is process-wide: other tests (tests/kubectl) fail an `orders` group over too.

@@ -25,15 +25,29 @@ def send(emulator_connection_string: str) -> Callable[[range], None]:
 
 
 @pytest.fixture
-def driver(emulator_connection_string: str, tmp_path: Path) -> Iterator[SourceDriver]:
-    options = {
-        "connection": Connection(connection_string=emulator_connection_string).to_option(),
-        "queueName": "q1",
-        "maxMessagesPerBatch": "10",
-        "receiveWaitSeconds": "0.5",
-        "checkpointLocation": str(tmp_path / "checkpoint"),
-    }
-    driver = SourceDriver(SourceSettings.from_options(options))
-    yield driver
-    driver._stop_receiving_ahead()
-    driver._reset_receiver()
+def driver_on(tmp_path: Path) -> Iterator[Callable[..., SourceDriver]]:
+    """Drivers on queue ``q1`` of the namespace a connection string names (more data source options as
+    keywords), each with a checkpoint of its own; stopped after the test."""
+    made: list[SourceDriver] = []
+
+    def driver_on(connection_string: str, **options: str) -> SourceDriver:
+        settings = {
+            "connection": Connection(connection_string=connection_string).to_option(),
+            "queueName": "q1",
+            "maxMessagesPerBatch": "10",
+            "receiveWaitSeconds": "0.5",
+            "checkpointLocation": str(tmp_path / ("checkpoint" + (f"-{len(made)}" if made else ""))),
+            **options,
+        }
+        made.append(SourceDriver(SourceSettings.from_options(settings)))
+        return made[-1]
+
+    yield driver_on
+    for driver in made:
+        driver._stop_receiving_ahead()
+        driver._reset_receiver()
+
+
+@pytest.fixture
+def driver(driver_on: Callable[..., SourceDriver], emulator_connection_string: str) -> SourceDriver:
+    return driver_on(emulator_connection_string)

@@ -22,8 +22,6 @@ from federator_spark.sources.servicebus_driver import SourceDriver
 from federator_spark.sources.spool import Spool, read_spool_file
 from support.polling import eventually
 
-LINK_OPEN_SECONDS = 60.0
-
 
 def spark_committed(checkpoint: Path, batch_id: int, spool_end: int) -> None:
     """Spark's offset and commit log entries for a batch it wrote (format of pyspark 4.3)."""
@@ -37,11 +35,9 @@ def spark_committed(checkpoint: Path, batch_id: int, spool_end: int) -> None:
 
 
 def first_batch(driver: SourceDriver) -> None:
-    """Spark asks for its first batch until there is one, the receiver's link open first: the SDK gives a
-    link's opening no more than the receive's wait (0.5 s here) and closes it when that passes, so on a
-    loaded machine every cold poll can miss (the cold paths have their own specs below)."""
-    driver.receiver()._open(timeout=LINK_OPEN_SECONDS)
-    eventually(lambda: driver.latest(0, 10) == 1, timeout=20)
+    """Spark asks for its first batch until there is one (the source opens a new receiver's link with a
+    budget of its own: ``test_servicebus_link_opening.py``)."""
+    eventually(lambda: driver.latest(0, 10) == 1, timeout=60)
 
 
 def received_ahead(driver: SourceDriver, count: int) -> None:
@@ -178,48 +174,6 @@ def test_available_now_is_not_ended_by_a_short_gather_that_found_nothing(
     batches = available_now(driver, writing_seconds=0.3, written=lambda: not slow_once)
 
     assert sorted(n for batch in batches for n in batch) == list(range(1, 26))
-
-
-def test_available_now_is_not_ended_by_a_receiver_that_took_its_whole_wait_to_open(
-    driver: SourceDriver, send: Callable[[range], None], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    send(range(1, 6))
-    receiver = driver.receiver()
-    open_link: Callable[..., None] = receiver._open
-
-    def slow_open(*args: Any, **kwargs: Any) -> None:
-        """Opening the link (the first receive call does) takes the whole receive wait, as on a busy host."""
-        if not receiver._running:
-            time.sleep(driver.settings.wait_seconds)
-        open_link(*args, **kwargs)
-
-    monkeypatch.setattr(receiver, "_open", slow_open)
-
-    assert available_now(driver) == [[1, 2, 3, 4, 5]]
-
-
-def test_available_now_is_not_ended_by_a_link_that_did_not_open_in_time(
-    driver: SourceDriver,
-    send: Callable[[range], None],
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    send(range(1, 6))
-    receiver = driver.receiver()
-    create_handler: Callable[..., None] = receiver._create_handler
-
-    def unanswered_attach(*args: Any, **kwargs: Any) -> None:
-        """This receiver's links never report ready, as when the broker answers an attach later than the
-        receive waits on a loaded host: the SDK gives up on each with OperationTimeoutError."""
-        create_handler(*args, **kwargs)
-        receiver._handler.client_ready = lambda: False
-
-    monkeypatch.setattr(receiver, "_create_handler", unanswered_attach)
-
-    batches = available_now(driver)
-
-    assert any("OperationTimeoutError" in r.getMessage() for r in caplog.records), "the link did not time out"
-    assert [n for batch in batches for n in batch] == [1, 2, 3, 4, 5], "the run ended before the source did"
 
 
 def test_messages_arriving_between_receive_calls_stay_locked_for_the_next_batch(

@@ -4,10 +4,8 @@ a count made independently of the monitor."""
 
 from __future__ import annotations
 
-import gc
 import json
 import time
-import warnings
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
@@ -15,6 +13,7 @@ from kube_configmaps import CuttableProxy
 
 from federator_spark.connections import Connection
 from federator_spark.lag import LagMonitor, committed_offsets, measure
+from support.sockets import unclosed_sockets
 
 CONFIG = {"namespaces": [{"name": "src", "eventHubs": [{"name": "orders", "partitionCount": 3}]}]}
 
@@ -109,14 +108,6 @@ def test_the_monitor_matches_an_independent_count(emulator_factory, tmp_path):
     assert abs(lag["partitions"]["0"]["secondsBehind"] - 0.02) < 1e-3
     assert lag["partitions"]["1"]["secondsBehind"] == 0.0
     assert lag["partitions"]["2"]["secondsBehind"] is None and lag["rpoSeconds"] is None
-
-
-def unclosed_sockets() -> list[str]:
-    """The sockets that were dropped without being closed, as the garbage collector finds them."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ResourceWarning)
-        gc.collect()
-    return [str(w.message) for w in caught if "unclosed <socket" in str(w.message)]
 
 
 def test_a_monitor_whose_connection_broke_closes_its_socket_and_reconnects_at_its_next_poll(

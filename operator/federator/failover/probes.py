@@ -153,8 +153,32 @@ class Prober:
 
 def _receiver(bus: ServiceBusClient, entity: EntityRef) -> ServiceBusReceiver:
     if entity.kind == "queue":
-        return bus.get_queue_receiver(entity.name)
-    return bus.get_subscription_receiver(entity.name, entity.subscription or "")
+        receiver = bus.get_queue_receiver(entity.name)
+    else:
+        receiver = bus.get_subscription_receiver(entity.name, entity.subscription or "")
+    _closing_its_socket(receiver)
+    return receiver
+
+
+def _closing_its_socket(receiver: ServiceBusReceiver) -> None:
+    """Make ``receiver`` close its connection's socket when it drops its AMQP handler. azure-servicebus 7.15
+    leaves it open when the connection's opening failed or was cancelled (a probe's timeout; the handler's
+    close returns before any session exists) and when the connection failed while closing (marked ended
+    first, so its transport is skipped): a probe of a silent or stopped member left one every round, to a
+    garbage collection."""
+    close_handler: Callable[[], Awaitable[None]] = receiver._close_handler  # the SDK's, not an API
+
+    async def close_handler_and_socket() -> None:
+        handler = receiver._handler
+        connection = None if getattr(handler, "_external_connection", True) else handler._connection
+        try:
+            await close_handler()
+        finally:
+            transport = getattr(connection, "_transport", None)
+            if transport is not None:
+                await transport.close()  # does nothing on a closed one
+
+    receiver._close_handler = close_handler_and_socket  # type: ignore[method-assign]
 
 
 async def _close(close: Callable[[], Awaitable[None]]) -> None:

@@ -33,6 +33,11 @@ _GATHER_SECONDS = 0.05
 # allows: message bodies as spooled (base64). The default 1,000 messages of 256 KB (the standard tier's
 # largest) would be 340 MB; a batch always takes its first message, so a premium tier's 100 MB one goes.
 BATCH_BYTES = 64 * 1024 * 1024
+# What a new link may take to open (the receive wait when that is longer), before its first receive: the
+# SDK's receive gives the opening no more than its own wait and closes the link when that passes, so on a
+# loaded host every cold poll of a short wait missed. A link not open in time is an outage: reported,
+# and tried again with a new receiver after the outage's pause.
+LINK_OPEN_SECONDS = 30.0
 
 _DRIVERS: dict[Path, SourceDriver] = {}
 _DRIVERS_LOCK = threading.Lock()
@@ -48,6 +53,27 @@ def driver_for(settings: SourceSettings) -> SourceDriver:
             driver = _DRIVERS[settings.spool_dir] = SourceDriver(settings)
         driver.touch()
         return driver
+
+
+def _closing_its_socket(receiver: Any) -> None:
+    """Make ``receiver`` close its connection's socket whenever it drops its AMQP handler (a link that did
+    not open in time, a broken connection, ``close``). azure-servicebus 7.15 leaves the socket open when
+    the connection's opening failed (the handler's close returns before any session exists) and when the
+    connection failed while closing (marked ended first, so its transport is skipped): it lingered until
+    a garbage collection, one per failed opening."""
+    close_handler = receiver._close_handler
+
+    def close_handler_and_socket() -> None:
+        handler = receiver._handler
+        connection = None if getattr(handler, "_external_connection", True) else handler._connection
+        try:
+            close_handler()
+        finally:
+            transport = getattr(connection, "_transport", None)
+            if transport is not None:
+                transport.close()  # does nothing on a closed one
+
+    receiver._close_handler = close_handler_and_socket
 
 
 class SourceDriver(Settling):
@@ -81,7 +107,6 @@ class SourceDriver(Settling):
         self.handed_over = False
         self._client: Any = None
         self._receiver: Any = None
-        self._polled_receiver: Any = None  # the receiver whose link a receive call has opened
         self._source: str | None = None
         self._settler: threading.Thread | None = None
         self.endpoint = Endpoint("source", settings.queue or settings.topic or "source", settings.status_file)
@@ -128,7 +153,15 @@ class SourceDriver(Settling):
             if hasattr(self._receiver, "_further_pull_receive_timeout"):  # the SDK's, not an option
                 self._receiver._further_pull_receive_timeout = _GATHER_SECONDS
             keep_alive_in_turn(self._receiver, self.lock)
+            _closing_its_socket(self._receiver)
         return self._receiver
+
+    def _open_link(self, receiver: Any) -> None:
+        """Open ``receiver``'s link, if it is not open, within :data:`LINK_OPEN_SECONDS`. azure-servicebus
+        7.15 bounds an opening only through its private ``_open``: the public one (``with receiver``) is
+        bounded per attempt by the client's ``try_timeout`` alone, and unbounded without it. A link that
+        is open returns at once."""
+        receiver._open(timeout=max(LINK_OPEN_SECONDS, self.settings.wait_seconds))
 
     # ---------------------------------------------------------------------------------------- batches
 
@@ -292,6 +325,7 @@ class SourceDriver(Settling):
         Receiving ahead (``until``: set when Spark asks for the batch), it goes on taking what arrives
         until then instead, a short wait at a time; only ``availableNow`` stops it on a dry entity."""
         receiver = self.receiver()
+        self._open_link(receiver)
         received: list[Any] = []
         started = time.monotonic()
         wait = self.settings.wait_seconds
@@ -300,16 +334,10 @@ class SourceDriver(Settling):
         while len(received) < wanted and size < BATCH_BYTES and not (until is not None and until.is_set()):
             asked = wanted - len(received)
             whole_poll = not received  # this call waits the whole receiveWaitSeconds, later ones a gather
-            opening = self._polled_receiver is not receiver
-            self._polled_receiver = receiver
             # Messages kept from between calls are there now: only a gather for more (see ``kept``).
             batch = receiver.receive_messages(
                 max_message_count=asked, max_wait_time=_GATHER_SECONDS if kept(receiver) else wait
             )
-            if opening and not batch:
-                # The receiver's first call opens its link, out of the same wait: on a busy host that took
-                # all of it, and an availableNow run ended with 0 of 20,000 messages. Poll again.
-                continue
             # Dry only if a whole poll found nothing: a short gather can end before a busy broker delivers
             # (it ended an availableNow run with 3,910 of 20,000 messages in a benchmark).
             drained = not batch and whole_poll
