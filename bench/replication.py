@@ -80,6 +80,7 @@ MODES = {
     "effectively_once": (("spark-out-eo", "spark-out-eo-2"), "lat-in-eo", "lat-out-eo"),
 }
 WARMUP_EVENTS = 2_000
+DRIVER_ENV = "spark.kubernetes.driverEnv."
 
 
 def groups(layout: str) -> list[dict[str, list[str]]]:
@@ -220,6 +221,15 @@ def sdk_copy(source_cs: str, source: str, target_cs: str, target: str, total: in
 # ---------------------------------------------------------------------------------------- spark
 
 
+def driver_environment(conf: list[str]) -> dict[str, str]:
+    """The environment that ``--conf spark.kubernetes.driverEnv.NAME=VALUE`` settings give a driver pod,
+    given here to the JVM the session starts and so to its Python workers (``spark.executorEnv.NAME``
+    reaches only the workers): how a variable such as ``MALLOC_ARENA_MAX`` is measured (docs/replication.md,
+    "Memory of one application")."""
+    settings = (setting.partition("=") for setting in conf)
+    return {key.removeprefix(DRIVER_ENV): value for key, _, value in settings if key.startswith(DRIVER_ENV)}
+
+
 def spark_session(profile_dir: Path | None, conf: list[str]) -> Any:
     """The session ``spark-apps/replicate.py --master local[2]`` builds (plus quiet logs), with extra
     ``KEY=VALUE`` settings to try."""
@@ -242,6 +252,7 @@ def spark_session(profile_dir: Path | None, conf: list[str]) -> Any:
     for setting in conf:
         key, _, value = setting.partition("=")
         builder = builder.config(key, value)
+    os.environ.update(driver_environment(conf))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -414,7 +425,12 @@ def main() -> None:
         "--trigger", type=int, help="latency run trigger interval, seconds (default: the task's default)"
     )
     parser.add_argument("--layout", choices=("one", "per-namespace", "per-hub"), default="per-namespace")
-    parser.add_argument("--conf", action="append", default=[], help="extra Spark setting KEY=VALUE")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        help="extra Spark setting KEY=VALUE (spark.kubernetes.driverEnv.NAME=VALUE: the JVM's environment)",
+    )
     parser.add_argument("--profile", type=Path, help="write cProfile stats of every Spark write task here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
