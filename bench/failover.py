@@ -20,13 +20,15 @@ measured after they left, is nothing; `drainTimeoutSeconds` bounds the wait), th
 `failback_drain_s`. Per switch: request → decided (the round that decides publishes the endpoints),
 decided → replication flowing on the new member (the first event sent to it read from the archive; from
 the consumers' switch on a failback), decided → the producers' first successful send on it. At the end,
-after the traffic stops and the archive has settled: events lost (sent, never archived), duplicated
-(archived twice), out of order per key (a key's events archived after a later one of the same key; here,
-what a switch left behind on a member, replicated when the task came back to it), events left behind at
-each switch (sent to the member it left, not archived when replication flowed on the new member), and the
-Spark JVMs the run used (a hot switch keeps one). The baseline, measured in the same run before the first
-switch: the steady replication latency (send → archived), against which the time to flow again is given
-as a ratio.
+once the traffic stops and the archive no longer grows (`failover_traffic.settle`): events lost (sent,
+not in the archive read to its end, the follower having copied all it reads) and not settled (not read
+from the archive yet, the follower still behind or not measured since: a run ending so proves nothing
+about loss), duplicated (archived twice), out of order per key (a key's events archived after a later
+one of the same key; here, what a switch left behind on a member, replicated when the task came back to
+it), events left behind at each switch (sent to the member it left, not archived when replication flowed
+on the new member), and the Spark JVMs the run used (a hot switch keeps one). The baseline, measured in
+the same run before the first switch: the steady replication latency (send → archived), against which
+the time to flow again is given as a ratio.
 
 With ``--kills N`` the group runs in automatic mode with a second task, `orders-geo`, copying `orders`
 from the primary to a hub of that name on the secondary; after the planned switches (back on the
@@ -59,15 +61,25 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.failover_run import FAILURE_THRESHOLD, GEO_TASK, MEMBERS, PROBE_PERIOD, LocalRun
-from bench.failover_traffic import Producer, Reader, read_back
+from bench.failover_run import FAILURE_THRESHOLD, GEO_TASK, MEMBERS, PROBE_PERIOD, TASK, LocalRun
+from bench.failover_traffic import (
+    Archive,
+    Producer,
+    Reader,
+    Settled,
+    geo_rpo,
+    left_on_primary,
+    reached,
+    read_back,
+    read_from,
+    settle,
+)
 from bench.processes import load
-from federator.local.drill import Archived, Sent, damage, detection_goal, left_behind, percentiles, wait_until
+from federator.local.drill import damage, detection_goal, left_behind, percentiles, wait_until
 from federator.local.outage import set_outage
 from federator.local.state import StateDir
 from federator_contract.api.failovergroup import Probe, SwitchRecord
@@ -78,7 +90,6 @@ SWITCH_SECONDS = 120.0
 FLOWING_GOAL = 5.0  # #42: switch decided → replication flowing on the new member, p99
 LAG_POLL_SECONDS = 5.0  # how often a driver measures its lag (federator_spark/lag.py)
 CONFIRM_SECONDS = 60.0  # the geo task's driver measures a source that is back within a second
-READ_BACK_MARGIN = 10.0
 
 
 @dataclass(frozen=True)
@@ -179,7 +190,7 @@ def kill(run: LocalRun, traffic: Traffic, settle: float) -> Forced:
     revived = time.time()
     set_outage(StateDir(run.state), "primary", False)
     confirmed = _confirmed(run, killed)
-    held, partitions = read_back(run, MEMBERS[0], _read_from(producer.sent, copied, killed), SWITCH_SECONDS)
+    held, partitions = read_back(run, MEMBERS[0], read_from(producer.sent, copied, killed), SWITCH_SECONDS)
     left = left_on_primary(held, copied, revived)
     rpo = geo_rpo(producer.sent, left, killed, partitions)
     archived_left = left_behind(producer.sent, archive.events, [moved])[0]
@@ -213,55 +224,6 @@ def _copied_late(geo: Reader, left: frozenset[tuple[int, int]]) -> None:
         )
 
 
-def reached(copies: Sequence[Archived]) -> dict[int, int]:
-    """Per key, the highest number the geo copy holds: a key keeps its partition on every hub and the
-    task copies a partition in order, so this is where the copy stands in that key."""
-    found: dict[int, int] = {}
-    for copy in copies:
-        found[copy.key] = max(copy.number, found.get(copy.key, -1))
-    return found
-
-
-def _beyond(key: int, number: int, copied: dict[int, int]) -> bool:
-    return number > copied.get(key, -1)
-
-
-def _read_from(sent: Sequence[Sent], copied: dict[int, int], killed: float) -> float:
-    """Where reading the primary back may start: before the oldest event sent to it past where the copy
-    stands (with a margin for events whose send failed but were stored), or shortly before the kill."""
-    missing = [s.at for s in sent if s.member == MEMBERS[0] and _beyond(s.key, s.number, copied)]
-    return min([*missing, killed - READ_BACK_MARGIN]) - READ_BACK_MARGIN
-
-
-def left_on_primary(
-    held: Sequence[Archived], copied: dict[int, int], revived: float
-) -> frozenset[tuple[int, int]]:
-    """What the primary held when it came back (sent before then: nothing reaches it while it is down,
-    and producers return only with the failback) past where the geo copy stood: what the switch left
-    behind, counted as the group confirms it (the source's tails against the task's positions). Events
-    whose send failed but were stored count too."""
-    return frozenset(
-        (e.key, e.number) for e in held if e.sent_at < revived and _beyond(e.key, e.number, copied)
-    )
-
-
-def geo_rpo(
-    sent: Sequence[Sent], left: frozenset[tuple[int, int]], killed: float, partitions: int
-) -> float | None:
-    """The worst partition's span from the newest event copied to the newest left behind (send times; key
-    *k* is in partition *k mod partitions*), as the drivers measure it with enqueue times."""
-    spans = []
-    for partition in range(partitions):
-        before = [
-            s for s in sent if s.member == MEMBERS[0] and s.at < killed and s.key % partitions == partition
-        ]
-        missing = [s.at for s in before if (s.key, s.number) in left]
-        if missing:
-            copied = [s.at for s in before if (s.key, s.number) not in left]
-            spans.append(max(0.0, max(missing) - max(copied, default=min(missing))))
-    return round(max(spans), 3) if spans else None
-
-
 def failback(run: LocalRun, traffic: Traffic, number: int) -> Switch:
     """The failback to the primary once it is back: a deliberate (planned) request, as in a cluster."""
     time.sleep(3 * PROBE_PERIOD)  # its probes pass again before the request
@@ -292,7 +254,13 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         forced, unasked = forced_switches(run, traffic, args, switches, jvms) if args.kills else ([], 0)
         traffic.producer.stopping.set()
         threads[0].join()
-        traffic.archive.settle(quiet=10.0)
+        stopped = time.time()
+        wanted = {(s.key, s.number) for s in traffic.producer.sent}
+        archive = traffic.archive
+        watched = Archive(
+            archive.held, lambda: archive.read_through(archive.tails()), lambda: run.behind(TASK, stopped)
+        )
+        settled = settle(watched, wanted)
     finally:
         traffic.producer.stopping.set()
         for reader in readers:
@@ -300,8 +268,8 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         run.stop()
     first = min(s.requested for s in [*switches, *(f.switch for f in forced)])
     baseline = [e.at - e.sent_at for e in traffic.archive.events if warm <= e.sent_at < first]
-    result = summary(args, traffic, switches, baseline, jvms)
-    copies = {(c.key, c.number) for c in geo.events} if geo is not None else set()
+    result = summary(args, traffic, switches, baseline, jvms, settled)
+    copies = geo.held() if geo is not None else set()
     result["forced"] = {**forced_summary(forced, copies), "failovers_unasked": unasked}
     result["goals"] = goals(result)
     return result
@@ -324,7 +292,7 @@ def forced_switches(
             switches.append(switch(run, traffic, len(switches) + 1, MEMBERS[0]))
             copied(traffic)
         forced.append(kill(run, traffic, args.settle))
-        copies = {(c.key, c.number) for c in list(traffic.geo.events)} if traffic.geo else set()
+        copies = traffic.geo.held() if traffic.geo else set()
         logger.info("kill %d: %s", len(forced), json.dumps(forced_run(forced[-1], copies)))
         switches.append(failback(run, traffic, len(switches) + 1))
         jvms |= run.jvms()
@@ -350,7 +318,12 @@ def ratio(value: float | None, baseline: float | None) -> float | None:
 
 
 def summary(
-    args: argparse.Namespace, traffic: Traffic, switches: list[Switch], baseline: list[float], jvms: set[int]
+    args: argparse.Namespace,
+    traffic: Traffic,
+    switches: list[Switch],
+    baseline: list[float],
+    jvms: set[int],
+    settled: Settled,
 ) -> dict[str, Any]:
     producer, archive = traffic.producer, traffic.archive
     flowing = percentiles([s.flowing_after for s in switches])
@@ -375,7 +348,9 @@ def summary(
         "send_failures": producer.failures,
         "archived": len(archive.events),
         "left_behind_at_switch": {"total": sum(behind), "max": max(behind, default=0)},
-        "lost": found.lost,
+        "lost": settled.lost,
+        "not_settled": settled.not_settled,
+        "settle_s": {"waited": settled.waited_s, "longest_pause": settled.longest_pause_s},
         "duplicated": found.duplicated,
         "out_of_order": found.out_of_order,
         "spark_jvms": len(jvms),
@@ -457,7 +432,10 @@ def goals(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
         ),
         "forced_decided_to_flowing_p99_s": (forced_p99, forced_p99 is None or forced_p99 <= FLOWING_GOAL),
         "detection_within_goal_every_kill": (late, not late),
-        "rpo_0_lost_after_all_switches": (result["lost"], result["lost"] == 0),
+        "rpo_0_lost_after_all_switches": (
+            {"lost": result["lost"], "not_settled": result["not_settled"]},
+            result["lost"] == result["not_settled"] == 0,
+        ),
         "forced_reported_loss_equals_read_back": (unequal, not unequal),
     }
     return {name: {"value": value, "pass": ok} for name, (value, ok) in found.items()}
@@ -487,8 +465,11 @@ def main() -> None:
     except BaseException:
         logger.warning("the run failed; its files are kept in %s", workdir)
         raise
-    kept = args.keep or not result["goals"]["forced_reported_loss_equals_read_back"]["pass"]
-    if kept:  # the run's log, state dir (status, Events, checkpoints) and apps' logs explain a mismatch
+    kept = args.keep or not all(
+        result["goals"][goal]["pass"]
+        for goal in ("forced_reported_loss_equals_read_back", "rpo_0_lost_after_all_switches")
+    )
+    if kept:  # the run's log, state dir (status, Events, checkpoints) and apps' logs explain a loss
         result["workdir"] = str(workdir)
         logger.warning("the run's files are kept in %s", workdir)
     else:

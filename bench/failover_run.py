@@ -8,13 +8,15 @@ import json
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bench.processes import descendants
-from federator.local.drill import GroupFiles
+from federator.local.drill import GroupFiles, read_json
 from federator.local.drillrun import RunProcess
 from federator.local.state import StateDir
+from federator_contract.driverstatus import LAG_FILE
 
 GROUP, TASK, GEO_TASK, MEMBERS = "orders", "orders-archive", "orders-geo", ("primary", "secondary")
 START_SECONDS = 300.0  # a Spark JVM on a busy 2-core machine
@@ -142,6 +144,16 @@ class LocalRun:
     def endpoints(self) -> dict[str, Any] | None:
         """What the group publishes (None until it has, or while the file is replaced)."""
         return self.group.endpoints()
+
+    def behind(self, task: str, since: float) -> int | None:
+        """The events ``task`` has yet to copy from the member it reads, by its driver's lag measured at or
+        after ``since`` (epoch seconds); None: not measured since, or not known."""
+        lag = read_json(StateDir(self.state).status_file("default", task).parent / LAG_FILE) or {}
+        measured = lag.get("measuredAt")
+        if measured is None or datetime.fromisoformat(measured).timestamp() < since:
+            return None
+        behind = lag.get("eventsBehind")
+        return int(behind) if behind is not None else None
 
     def jvms(self) -> set[int]:
         """The Spark JVMs running under the run now."""

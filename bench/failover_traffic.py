@@ -1,5 +1,7 @@
 """The traffic of `bench/failover.py`: a producer pacing keyed events into the member the group publishes
-for producers, and readers of a hub from its start (the archive, and the geo copy on the secondary)."""
+for producers, readers of a hub from its start (the archive, and the geo copy on the secondary), the wait
+for the archive once the traffic stopped (:func:`settle`), and what a kill left on the primary as read
+back once it is back (:func:`read_back`, :func:`left_on_primary`, :func:`geo_rpo`)."""
 
 from __future__ import annotations
 
@@ -8,16 +10,24 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 
-from bench.failover_run import LocalRun
+from bench.failover_run import MEMBERS, LocalRun
 from federator.local.drill import Archived, Sent, wait_until
 
 logger = logging.getLogger("bench")
+
+SETTLE_QUIET_SECONDS = 30.0
+"""The archive unchanged this long while events are missing: the wait ends, and what is missing is not
+settled unless shown lost. The first batches of a query took 23-31 s under a load of 16-20."""
+SETTLE_LIMIT_SECONDS = 300.0
+SETTLE_POLL_SECONDS = 0.5
+READ_BACK_MARGIN = 10.0
 
 
 @dataclass
@@ -160,6 +170,10 @@ class Reader:
         times = [e.at for e in list(self.events) if e.member == member and e.sent_at >= after]
         return min(times) if times else None
 
+    def held(self) -> set[tuple[int, int]]:
+        """The (key, number) of the events read so far."""
+        return {(e.key, e.number) for e in list(self.events)}
+
     def settle(self, quiet: float) -> None:
         """Until nothing new has been read for ``quiet`` seconds."""
         count, since = -1, time.monotonic()
@@ -167,6 +181,69 @@ class Reader:
             if len(self.events) != count:
                 count, since = len(self.events), time.monotonic()
             time.sleep(0.2)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The archive once the traffic stopped: the events sent that it lacked when the wait ended, as lost
+    (the archive, read to its end, lacks them and the follower will not copy them) or not settled (they
+    may yet come: the follower still had events to copy, or its lag was not measured since the traffic
+    stopped, or the archive was not read to its end)."""
+
+    lost: int
+    not_settled: int
+    waited_s: float
+    longest_pause_s: float
+    """The longest the archive did not grow during the wait."""
+
+
+@dataclass(frozen=True)
+class Archive:
+    """What :func:`settle` watches: what the archive's reader holds (the (key, number) of the events),
+    whether it has read the archive to its end as the hub reports it now, and the events the follower
+    has yet to copy by a lag measured since the traffic stopped (None: not measured since)."""
+
+    held: Callable[[], set[tuple[int, int]]]
+    read_to_end: Callable[[], bool]
+    behind: Callable[[], int | None]
+
+
+def settle(
+    archive: Archive,
+    wanted: set[tuple[int, int]],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Settled:
+    """Wait while the archive still grows: until it holds every event ``wanted``, or the follower has
+    nothing left to copy and the archive is read to its end (the events missing then are lost), or the
+    archive has not grown for ``SETTLE_QUIET_SECONDS``; at most ``SETTLE_LIMIT_SECONDS``."""
+    began = last_growth = clock()
+    count, longest, read = -1, 0.0, False
+    while True:
+        found, now = archive.held(), clock()
+        if len(found) != count:
+            count, longest, last_growth = len(found), max(longest, now - last_growth), now
+        missing, left = len(wanted - found), archive.behind()
+        if not missing:
+            break
+        if left == 0 and archive.read_to_end():
+            read, missing = True, len(wanted - archive.held())  # the reader went on meanwhile
+            break
+        if now - last_growth >= SETTLE_QUIET_SECONDS or now - began >= SETTLE_LIMIT_SECONDS:
+            read = left is not None and archive.read_to_end()
+            missing = len(wanted - archive.held())
+            break
+        sleep(SETTLE_POLL_SECONDS)
+    lost, not_settled = classify(missing, left if read else None)
+    return Settled(lost, not_settled, round(now - began, 3), round(max(longest, now - last_growth), 3))
+
+
+def classify(missing: int, behind: int | None) -> tuple[int, int]:
+    """``missing`` events (the archive read to its end) as (lost, not settled): as many as the follower
+    still has to copy may yet come, all of them when that is not known (None); the rest it will never
+    copy (left on a member it no longer reads)."""
+    coming = missing if behind is None else min(missing, behind)
+    return missing - coming, coming
 
 
 def read_through(last_read: dict[str, int], tails: dict[str, Tail], since: float | None) -> bool:
@@ -197,3 +274,52 @@ def read_back(run: LocalRun, member: str, since: float, timeout: float) -> tuple
         thread.join(30)
     assert reader.partitions is not None
     return list(reader.events), reader.partitions
+
+
+def reached(copies: Sequence[Archived]) -> dict[int, int]:
+    """Per key, the highest number the geo copy holds: a key keeps its partition on every hub and the
+    task copies a partition in order, so this is where the copy stands in that key."""
+    found: dict[int, int] = {}
+    for copy in copies:
+        found[copy.key] = max(copy.number, found.get(copy.key, -1))
+    return found
+
+
+def _beyond(key: int, number: int, copied: dict[int, int]) -> bool:
+    return number > copied.get(key, -1)
+
+
+def read_from(sent: Sequence[Sent], copied: dict[int, int], killed: float) -> float:
+    """Where reading the primary back may start: before the oldest event sent to it past where the copy
+    stands (with a margin for events whose send failed but were stored), or shortly before the kill."""
+    missing = [s.at for s in sent if s.member == MEMBERS[0] and _beyond(s.key, s.number, copied)]
+    return min([*missing, killed - READ_BACK_MARGIN]) - READ_BACK_MARGIN
+
+
+def left_on_primary(
+    held: Sequence[Archived], copied: dict[int, int], revived: float
+) -> frozenset[tuple[int, int]]:
+    """What the primary held when it came back (sent before then: nothing reaches it while it is down,
+    and producers return only with the failback) past where the geo copy stood: what the switch left
+    behind, counted as the group confirms it (the source's tails against the task's positions). Events
+    whose send failed but were stored count too."""
+    return frozenset(
+        (e.key, e.number) for e in held if e.sent_at < revived and _beyond(e.key, e.number, copied)
+    )
+
+
+def geo_rpo(
+    sent: Sequence[Sent], left: frozenset[tuple[int, int]], killed: float, partitions: int
+) -> float | None:
+    """The worst partition's span from the newest event copied to the newest left behind (send times; key
+    *k* is in partition *k mod partitions*), as the drivers measure it with enqueue times."""
+    spans = []
+    for partition in range(partitions):
+        before = [
+            s for s in sent if s.member == MEMBERS[0] and s.at < killed and s.key % partitions == partition
+        ]
+        missing = [s.at for s in before if (s.key, s.number) in left]
+        if missing:
+            copied = [s.at for s in before if (s.key, s.number) not in left]
+            spans.append(max(0.0, max(missing) - max(copied, default=min(missing))))
+    return round(max(spans), 3) if spans else None

@@ -18,7 +18,8 @@ and restarts the app. The app then neither loses nor repeats what it replicated:
   ``members/<member>/federator/following.json``, with the time a new checkpoint on it starts from: the
   source enqueue time up to which every event was handled, minus ``skewSeconds``. A member the task
   returns to (failback) keeps its own positions: it resumes where the task left it, so nothing that
-  arrived there meanwhile is lost, and what the task handled elsewhere is skipped.
+  arrived there meanwhile is lost, and what the task handled elsewhere is skipped. A member's first
+  batch keeps the start it was planned from until it is committed (:func:`first_batch_start`).
 * **The skip** (:class:`Follower`, per write task). An Event Hubs event is skipped (and counted) when its
   own identity or the identity its ``repl-source-id`` names is at or below the high mark of that origin
   partition. This relies on copies of one partition arriving in the partition's order, as Federator's
@@ -51,6 +52,7 @@ from federator_spark.events import Event, iso
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "following.json"  # the task's: the member it ran on last; a member's: what was carried to it
+START_FILE = "start.json"  # a member's: where its first batch starts (epoch seconds; null: the spec's)
 # Service Bus keys carried from member to member, newest first: about 50,000 messages of three keys. Older
 # ones are forgotten, so a message handled that long ago and met again on another member is repeated.
 RECENT_KEYS = 150_000
@@ -326,7 +328,34 @@ def prepare(plan: FollowPlan) -> str | None:
         # Written last: a crash before it repeats the switch, from the same records.
         _write(pointer, {"member": plan.member, "since": _iso(time.time())})
     resume = (_read(carried_path) or {}).get("resumeFrom")
-    return _iso(resume)
+    return _iso(first_batch_start(plan, resume))
+
+
+def first_batch_start(plan: FollowPlan, resume: float | None) -> float | None:
+    """Where the member's checkpoint starts: ``resume`` while Spark has planned no batch in it; once it has,
+    the start its first batch was planned from. Until a batch is committed there, Spark asks for the start
+    again at every start of the query, to run that batch again: a start carried by a later switch lies
+    past the batch's end, and the batch, replayed, read nothing (under load a first batch still running at
+    the next switch lost its events so). A checkpoint planned before the start was noted starts at the
+    spec's position (None)."""
+    noted = plan.state_dir() / START_FILE
+    if not _planned(plan.layout.member_dir(plan.member)):
+        _write(noted, {"start": resume})
+        return resume
+    start: float | None = (_read(noted) or {}).get("start")
+    if start != resume:
+        logger.info(
+            "following: member %s's first batch is not committed yet: it starts at %s, as it was planned",
+            plan.member,
+            _iso(start) or "the spec's start position",
+        )
+    return start
+
+
+def _planned(checkpoint: Path) -> bool:
+    """Whether Spark planned a batch in ``checkpoint`` (its offset log names one)."""
+    offsets = checkpoint / "offsets"
+    return offsets.is_dir() and any(entry.name.isdigit() for entry in offsets.iterdir())
 
 
 def _iso(epoch: float | None) -> str | None:

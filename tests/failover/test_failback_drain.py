@@ -114,16 +114,14 @@ async def test_consumers_follow_once_the_following_task_replicated_what_producer
     rounds.lag(0, after_producers_left=-0.5)  # caught up, but before the producers' last events
     await rounds.round("weu")
     assert rounds.state.drain_pending == (
-        "ReplicationTask archive: its lag on neu not measured since producers left",
+        f"task {NS}/archive: its lag on neu not measured since producers left",
     )
     rounds.lag(37, after_producers_left=1.0)
     done = await rounds.round("weu")
-    assert rounds.state.drain_pending == ("ReplicationTask archive: 37 events on neu not replicated yet",)
+    assert rounds.state.drain_pending == (f"task {NS}/archive still 37 behind on neu",)
     assert rounds.state.consumer == "neu"
     [reconciling] = [u for u in done.findings.condition_updates if u.type == "Reconciling"]
-    assert (
-        "still to drain: ReplicationTask archive: 37 events on neu not replicated yet" in reconciling.message
-    )
+    assert f"still to drain: task {NS}/archive still 37 behind on neu" in reconciling.message
     rounds.lag(0, after_producers_left=4.0)
     done = await rounds.round("weu")
     assert (rounds.state.phase, rounds.state.consumer) == ("Normal", "weu")
@@ -145,7 +143,7 @@ async def test_the_drain_timeout_moves_consumers_with_a_warning_naming_the_tasks
     assert (rounds.state.phase, rounds.state.consumer) == ("Normal", "weu")
     [note] = [n for n in done.findings.notes if n.reason == reasons.DRAIN_TIMEOUT]
     assert note.type == "Warning"
-    assert "(ReplicationTask archive: 12 events on neu not replicated yet)" in note.message
+    assert f"(task {NS}/archive still 12 behind on neu)" in note.message
 
 
 def test_only_tasks_reading_an_event_hub_of_the_group_on_the_consumers_member_are_waited_for() -> None:
@@ -153,7 +151,7 @@ def test_only_tasks_reading_an_event_hub_of_the_group_on_the_consumers_member_ar
     lag = {"eventsBehind": 3, "measuredAt": stamp(left + timedelta(seconds=1))}
     on_neu = {"activeSourceMember": "neu", "lag": lag}
     assert followers_pending("orders", "neu", left, [archive(on_neu)]) == (
-        "ReplicationTask archive: 3 events on neu not replicated yet",
+        f"task {NS}/archive still 3 behind on neu",
     )
     assert followers_pending("orders", "neu", left, [archive(on_neu, group="other")]) is None
     assert (

@@ -221,3 +221,17 @@ def test_a_failing_member_shows_without_colour(kube: KubeServer, federator: Plug
     quiet = federator("status", "fg/quiet", env=NARROW).stdout
     assert quiet.startswith("✓ FailoverGroup default/quiet  Ready Active")
     assert "LosslessFailover=Unknown" in unwrapped(quiet)
+
+
+def test_a_failback_drain_names_what_holds_it(kube: KubeServer, federator: Plugin) -> None:
+    # drainPending holds entities (still holding messages) and tasks (still behind, in their own words).
+    failing_back = {
+        **group_status([probe("weu", 5), probe("neu", 5)]),
+        "phase": "FailingBack",
+        "consumerMember": "neu",
+        "drainPending": ["orders", "task default/archive still 37 behind on neu"],
+    }
+    create(kube, group(), failing_back)
+    text = unwrapped(federator("status", "fg/orders", env=NARROW).stdout)
+    assert "Draining neu: orders still hold messages; task default/archive still 37 behind on neu" in text
+    assert "archive still 37 behind on neu still hold messages" not in text

@@ -125,15 +125,22 @@ def loss_words(record: SwitchRecord) -> str | None:
     """What a switch left behind, for a report: the count once confirmed, else the estimate with its age
     (None: neither is known)."""
     if record.events_left_behind_confirmed is not None:
-        span = f" ({record.confirmed_rpo_seconds:g}s)" if record.confirmed_rpo_seconds is not None else ""
-        lost = record.events_lost or 0
-        fate = f"{lost} of them lost (gone from {record.source})" if lost else "none lost, copied late"
-        return (
-            f"{record.events_left_behind_confirmed} events left behind{span}, counted once {record.source} "
-            f"answered again; {fate}"
-        )
+        return confirmed_words(record, record.events_left_behind_confirmed)
     if record.events_left_behind is None:
         return None
+    return estimate_words(record, record.events_left_behind)
+
+
+def confirmed_words(record: SwitchRecord, count: int) -> str:
+    """The ``count`` confirmed once the member left answered again, and what became of it."""
+    span = f" ({record.confirmed_rpo_seconds:g}s)" if record.confirmed_rpo_seconds is not None else ""
+    lost = record.events_lost or 0
+    fate = f"{lost} of them lost (gone from {record.source})" if lost else "none lost, copied late"
+    return f"{count} events left behind{span}, counted once {record.source} answered again; {fate}"
+
+
+def estimate_words(record: SwitchRecord, count: int) -> str:
+    """The ``count`` estimated at the switch, with how old the lag it came from was."""
     span = f" ({record.rpo_seconds:g}s)" if record.rpo_seconds is not None else ""
     measured = f" {_lag_age(record)}".rstrip()
-    return f"{record.events_left_behind} events left behind{span}, an estimate{measured}"
+    return f"{count} events left behind{span}, an estimate{measured}"

@@ -8,7 +8,7 @@ itself; a hub keeps its events, so there the readers' positions tell)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +27,8 @@ def followers_pending(
     pending: list[str] = []
     found = False
     for task in tasks:
-        name = str((task.get("metadata") or {}).get("name"))
+        metadata = task.get("metadata") or {}
+        name = f"{metadata.get('namespace')}/{metadata.get('name')}"
         try:
             spec = ReplicationTaskSpec.model_validate(task.get("spec") or {})
             status = ReplicationTaskStatus.model_validate(task.get("status") or {})
@@ -45,11 +46,22 @@ def followers_pending(
             or producers_left is None
             or lag.measured_at < producers_left
         ):
-            pending.append(f"ReplicationTask {name}: its lag on {consumer} not measured since producers left")
+            pending.append(f"task {name}: its lag on {consumer} not measured since producers left")
+        elif lag.events_behind is None:
+            pending.append(f"task {name} still behind on {consumer} (how far not known)")
         elif lag.events_behind != 0:
-            behind = "an unknown number of" if lag.events_behind is None else str(lag.events_behind)
-            pending.append(f"ReplicationTask {name}: {behind} events on {consumer} not replicated yet")
+            pending.append(f"task {name} still {lag.events_behind} behind on {consumer}")
     return tuple(pending) if found else None
+
+
+def drain_words(consumer: str | None, pending: Sequence[str]) -> str:
+    """What keeps ``consumer`` from being drained, in words: the drain entities (`drainPending`'s
+    entries that are an entity's name: no spaces) still hold messages; the tasks' entries (from
+    :func:`followers_pending`) say themselves how far behind they are."""
+    entities = [entry for entry in pending if " " not in entry]
+    tasks = [entry for entry in pending if " " in entry]
+    held = [f"{', '.join(entities)} still hold messages"] if entities else []
+    return f"draining {consumer}: " + "; ".join([*held, *tasks])
 
 
 def _follows(spec: ReplicationTaskSpec, group: str) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.text import Text
 
-from federator.failover.confirmation import loss_words
+from federator.failover.confirmation import confirmed_words, estimate_words, loss_words
 from federator.kubectl.model import Obj, following_groups, meta, task_status
 from federator_contract.api.failovergroup import SwitchRecord
 
@@ -221,12 +221,13 @@ def _left(record: SwitchRecord) -> int | None:
 
 
 def _rpo(record: SwitchRecord, measured: bool) -> str:
-    words = loss_words(record)
-    if words is not None and (record.events_left_behind_confirmed is not None or _left(record)):
-        return words
-    if not measured:
-        return "not measured (no ReplicationTask copies into the member)"
-    return "0 events left behind"
+    """The count once confirmed (0 included: "none lost"); else an estimate that is not 0; else 0, when a
+    task copies into the member to measure it."""
+    if record.events_left_behind_confirmed is not None:
+        return confirmed_words(record, record.events_left_behind_confirmed)
+    if record.events_left_behind:
+        return estimate_words(record, record.events_left_behind)
+    return "0 events left behind" if measured else "not measured (no ReplicationTask copies into the member)"
 
 
 def _verdict(report: Report) -> list[Text]:

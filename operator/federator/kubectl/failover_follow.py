@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from federator.failover.draining import drain_words
 from federator.failover.timings import describe
 from federator.kubectl import output
 from federator.kubectl.cluster import Cluster, PluginError, ref_of
@@ -138,7 +139,7 @@ def _report_group(progress: _Progress, status: FailoverGroupStatus, group: Obj) 
     )
     pending = tuple(status.drain_pending)
     if pending or "drain" in progress.seen:
-        text = f"draining {where[2]}: {', '.join(pending)} still hold messages" if pending else "drained"
+        text = drain_words(where[2], pending) if pending else "drained"
         progress.say("drain", pending, text, "yellow" if pending else "green")
     waiting = status.pending_switch
     if waiting is not None or "waiting" in progress.seen:
@@ -218,7 +219,7 @@ def _report_measured(progress: _Progress, status: FailoverGroupStatus, plan: Swi
 def _timeout_message(plan: SwitchPlan, status: FailoverGroupStatus, progress: _Progress) -> str:
     if not arrived(plan, status):
         drain, consumer = status.drain_pending, status.consumer_member
-        detail = f"; still holding messages on {consumer}: {', '.join(drain)}" if drain else ""
+        detail = f"; {drain_words(consumer, drain)}" if drain else ""
         return (
             f"the switch did not complete in time: producers on {status.producer_member}, consumers on "
             f"{consumer}{detail}. It goes on in the operator; watch it with "

@@ -16,6 +16,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
+from federator.failover.draining import drain_words
 from federator.kubectl import output
 from federator.kubectl.cluster import TASK_LABEL, Snapshot
 from federator.kubectl.model import (
@@ -339,8 +340,8 @@ def _draw_group(group: GroupView, now: datetime) -> Tree:
     for member in group.members:
         members.add(_member_line(member, group.probe_period_seconds, now))
     if group.drain_pending:
-        held = ", ".join(group.drain_pending)
-        tree.add(Text(f"Draining {group.consumer_member}: {held} still hold messages", style="yellow"))
+        words = drain_words(group.consumer_member, group.drain_pending)
+        tree.add(Text(words[0].upper() + words[1:], style="yellow"))
     tree.add(Text.assemble(("Endpoints ", "bold"), f"ConfigMap {group.endpoints_config_map}"))
     if group.tasks:
         tasks = tree.add(Text(f"ReplicationTasks following {group.name}", style="bold"))
