@@ -16,6 +16,8 @@ MEMBERS_DIR = "members"
 STATUS_FILE = "status.json"
 SOURCE_BINDING_FILE = "source.json"
 """Under a query's state dir: the source its positions belong to (namespace, entity, consumer group)."""
+START_POSITIONS_FILE = "start-positions.json"
+"""Under a query's state dir: where an event hub source's first batch starts, until Spark committed it."""
 PREVIOUS_DIR = "previous"
 """Under a query's location: checkpoints set aside by a reset of positions, one per reset."""
 
@@ -104,6 +106,12 @@ class CheckpointLayout:
         """The source the query's positions belong to: the query's, so a followed group's members each
         have their own (a member switch is not a change of source)."""
         return self.state_dir / SOURCE_BINDING_FILE
+
+    @property
+    def start_positions_file(self) -> Path:
+        """The positions the query's first batch starts from, as the source read them first (the query's:
+        each followed member's checkpoint starts where it starts)."""
+        return self.state_dir / START_POSITIONS_FILE
 
     @property
     def previous_dir(self) -> Path:

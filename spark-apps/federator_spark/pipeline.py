@@ -84,6 +84,7 @@ def source_settings(config: TaskConfig, layout: CheckpointLayout) -> SliceSource
         start_time=source.start_position.enqueued_time,
         max_events=limit,
         status_file=str(layout.status_file),
+        start_file=str(layout.start_positions_file),
     )
 
 
@@ -133,7 +134,8 @@ def task_slots(spark: SparkSession) -> int:
 def starting_source(spark: SparkSession, task: TaskPlan, resume: str | None) -> SliceSource:
     """The task's source as this start reads it: an event hub in one wave of tasks per batch, from
     ``resume`` (where a followed member's checkpoint starts after a switch: Spark asks for a start
-    position only when the checkpoint has none). A Service Bus entity is read as it is."""
+    position until a batch is committed; ``following.first_batch_start`` keeps a member's first batch at
+    the start it was planned from). A Service Bus entity is read as it is."""
     source = task.source
     if not isinstance(source, HubSourceSettings):
         return source

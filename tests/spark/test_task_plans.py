@@ -73,6 +73,7 @@ def test_an_event_hub_task_is_planned_into_what_its_query_reads_and_writes(tmp_p
         start_time=datetime(2026, 11, 1, tzinfo=UTC),
         max_events=200,
         status_file=str(checkpoint / "federator" / "status.json"),
+        start_file=str(checkpoint / "federator" / "start-positions.json"),  # the query's
     )
     assert task.source.connection.host == "a.example"
     assert task.write.state_dir == str(checkpoint / "federator")

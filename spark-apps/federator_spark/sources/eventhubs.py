@@ -8,10 +8,12 @@ nothing to acknowledge.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -22,6 +24,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from federator_contract.files import write_atomically
 from federator_spark import logs, metrics, property_types, worker_gc
 from federator_spark.connections import eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement, PartitionPositions
@@ -70,7 +73,8 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     ``latest`` | ``enqueuedTime``; default earliest), ``startEnqueuedTime`` (ISO 8601),
     ``maxEventsPerTrigger`` (across partitions), ``receiveTimeoutSeconds`` (default 60: a read that
     makes no progress for that long, the namespace answering, fails the batch), ``statusFile`` (where an
-    outage of the event hub is reported while it is retried)."""
+    outage of the event hub is reported while it is retried), ``startPositionsFile`` (where the first start
+    positions are kept until the first batch is committed)."""
 
     def __init__(self, settings: HubSourceSettings) -> None:
         logs.configure()  # the driver's source process
@@ -122,8 +126,38 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         member a follower had not read before), and an ``enqueuedTime`` start opens a receiver per
         partition to answer (a second answer, later, could even differ for ``latest``)."""
         if self._initial is None:
-            self._initial = self._retrying(self._initial_offsets, "reading the start positions")
+            self._initial = self._retrying(self._kept_initial_offsets, "reading the start positions")
         return dict(self._initial)
+
+    def _kept_initial_offsets(self) -> Offsets:
+        """The first answer, kept in ``start_file``: until the checkpoint's first batch is committed, Spark
+        asks for the start again at each start of the query, to run that batch again. Read anew, a
+        ``latest`` start lay past the events the batch was planned to read, and a crash before its commit
+        lost them (Spark's Kafka source keeps its first offsets in the checkpoint for the same reason). A
+        start the task's spec no longer asks for is read anew."""
+        path = Path(self.settings.start_file) if self.settings.start_file else None
+        asked = self._start_asked()
+        kept = _kept(path)
+        if kept is not None and kept.get("asked") == asked:
+            logger.info("eventhubs %s: initial offsets kept %s", self.settings.event_hub, kept["offsets"])
+            return {partition: int(offset) for partition, offset in kept["offsets"].items()}
+        offsets = self._initial_offsets()
+        if path is not None:
+            write_atomically(
+                path, json.dumps({"asked": asked, "offsets": offsets}, sort_keys=True), durable=True
+            )
+        return offsets
+
+    def _start_asked(self) -> dict[str, Any]:
+        """What the kept positions answered: the entity and the start the spec asked for."""
+        settings = self.settings
+        return {
+            "eventHub": settings.event_hub,
+            "consumerGroup": settings.consumer_group,
+            "partitionIds": list(settings.partition_ids) if settings.partition_ids else None,
+            "startPosition": settings.start_position,
+            "startTime": settings.start_time.isoformat() if settings.start_time else None,
+        }
 
     def _initial_offsets(self) -> Offsets:
         hub = self._hub()
@@ -333,3 +367,13 @@ def _body(message: Any) -> bytes:
     if isinstance(value, bytes):
         return value
     return as_text(value).encode() if value is not None else b""
+
+
+def _kept(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        kept: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    return kept

@@ -30,6 +30,9 @@ class HubSourceSettings:
     """Where an outage of the event hub is reported while it is retried."""
     slice_tasks: int | None = None
     """Read in slices: at most this many Spark tasks per batch (default: a task per partition)."""
+    start_file: str | None = None
+    """Where the first start positions are kept until the checkpoint's first batch is committed (default:
+    nowhere, read again at each start)."""
 
     def __post_init__(self) -> None:
         if self.start_position not in START_POSITIONS:
@@ -58,6 +61,7 @@ class HubSourceSettings:
             max_events=int(limit) if limit else None,
             receive_timeout=float(options.get("receiveTimeoutSeconds", "60")),
             status_file=options.get("statusFile"),
+            start_file=options.get("startPositionsFile"),
         )
 
 
