@@ -1,7 +1,7 @@
 """Many tasks in one Spark application against one application per task (#41 item 6).
 
     .venv/bin/python -m bench.fleet [--tasks 1,10,50] [--separate N] [--backlog 1000000] [--rate 20]
-                                    [--trigger-seconds S] [--member-events 0,default]
+                                    [--trigger-seconds S] [--member-events 0,default] [--member-trigger-ms MS]
 
 Each task copies a 4-partition event hub to another (source and target namespaces in emulator processes
 of their own). In one run:
@@ -10,7 +10,9 @@ of their own). In one run:
    task configs are renamed into its directory one at a time, each timed from then until the event sent
    to its source just before is at its target (the first includes the application's start). At each size
    of ``--tasks``, idle (no traffic) for ``--idle`` s: the application's PSS (JVM, Python workers,
-   driver, as ``bench.replication`` counts them), its CPU and the emulators'.
+   driver, as ``bench.replication`` counts them), its CPU and the emulators'. What each task beyond the
+   smallest size added, and that as a ratio of the smallest size's own figures (with ``--tasks 1,...``:
+   of a task alone in its application, in the same run).
 2. **A backlog**, once for each of ``--member-events`` (the bound on a member's events per batch,
    ``federator_spark.scheduling``: ``0`` none, as before it existed; ``default`` the application's own),
    each in an application of its own: ``--backlog-tasks`` - 1 of the tasks above (resuming from their
@@ -24,6 +26,9 @@ of their own). In one run:
    ``--separate`` (default: the largest fleet); then idle as above.
 4. **Local mode** (``bench.fleet_local``): ``federator run`` of ``--local`` tasks sharing one
    application, with the emulator it starts: the same figures, a burst in place of the backlog.
+
+The shared applications pace their members as ``--member-trigger-ms`` says (unset: the application's own
+default, ``federator_spark.scheduling``).
 
 Every target is read back: lost and duplicated events per task. Goals (#41, 2 cores): <= 100 MB and
 <= 0.5 % of a core per added idle task, quiet tasks' p99 <= 1 s during the backlog, an added task's first
@@ -58,11 +63,19 @@ from bench.processes import emulators, load
 from bench.replication import preload
 from bench.tasks import PARTITIONS
 from federator.local.supervisor import ManagedProcess, stop_all
-from federator_spark.scheduling import MEMBER_EVENTS_SETTING
+from federator_spark.scheduling import MEMBER_EVENTS_SETTING, MEMBER_TRIGGER_SETTING
 
 logger = logging.getLogger("bench")
 
 DEFAULT_BOUND = "default"  # a --member-events entry: the application's own bound (no setting)
+IDLE_FIGURES = ("pss_mb", "cpu_percent")
+
+
+def member_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The Spark settings of a shared application of the run: the members' pace, if asked for."""
+    if args.member_trigger_ms is None:
+        return {}
+    return {MEMBER_TRIGGER_SETTING: str(args.member_trigger_ms)}
 
 
 def backlog_pair(bound: str) -> Pair:
@@ -77,7 +90,8 @@ def grow_and_idle(fleet: Fleet, args: argparse.Namespace) -> dict[str, Any]:
     added: list[float] = []
     directory, log = fleet.workdir / "task-dir", app_log(fleet.workdir, "shared")
     directory.mkdir()
-    app = start_app(fleet.workdir, "shared", ["federator_spark.host", "--task-dir", str(directory)])
+    argv = ["federator_spark.host", "--task-dir", str(directory)]
+    app = start_app(fleet.workdir, "shared", argv, member_conf(args))
     try:
         place = partial(fleet.config_file, directory=directory)
         start = fleet.first_event(tasks[0], place, log)
@@ -98,18 +112,23 @@ def grow_and_idle(fleet: Fleet, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def per_added_task(sizes: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+def per_added_task(sizes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """What each task beyond the smallest fleet added, at each larger size: the difference of the idle
-    figures over the difference of the sizes."""
+    figures over the difference of the sizes; ``of_smallest``: that over the smallest fleet's own figure
+    (with a smallest fleet of one task: what an added task costs against a task alone, in one run)."""
     (smallest, base), *larger = sorted(sizes.items(), key=lambda item: int(item[0]))
     added = {size: int(size) - int(smallest) for size, _ in larger}
-    return {
-        size: {
-            "pss_mb": round((figures["pss_mb"] - base["pss_mb"]) / added[size], 1),
-            "cpu_percent": round((figures["cpu_percent"] - base["cpu_percent"]) / added[size], 3),
+    figures_of = {}
+    for size, figures in larger:
+        each = {key: (figures[key] - base[key]) / added[size] for key in IDLE_FIGURES}
+        figures_of[size] = {
+            "pss_mb": round(each["pss_mb"], 1),
+            "cpu_percent": round(each["cpu_percent"], 3),
+            "of_smallest": {
+                key: round(each[key] / base[key], 3) if base[key] > 0 else None for key in IDLE_FIGURES
+            },
         }
-        for size, figures in larger
-    }
+    return figures_of
 
 
 def backlog_runs(fleet: Fleet, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -117,7 +136,7 @@ def backlog_runs(fleet: Fleet, args: argparse.Namespace) -> dict[str, dict[str, 
     quiet = pairs("", max(args.tasks))[: args.backlog_tasks - 1]
     runs = {}
     for bound in args.member_events:
-        conf = {} if bound == DEFAULT_BOUND else {MEMBER_EVENTS_SETTING: bound}
+        conf = member_conf(args) | ({} if bound == DEFAULT_BOUND else {MEMBER_EVENTS_SETTING: bound})
         name = f"backlog-{bound}"
         directory, log = fleet.workdir / f"{name}-tasks", app_log(fleet.workdir, name)
         directory.mkdir()
@@ -274,6 +293,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "partitions": PARTITIONS,
         "rate_per_quiet_task": args.rate,
         "trigger_seconds": args.trigger_seconds,
+        "member_trigger_ms": args.member_trigger_ms,  # None: the application's default
         "shared": shared,
         "backlog": backlog,
         "backlog_quiet_p99_first_bound_over_each": bound_ratios(backlog),
@@ -335,6 +355,15 @@ def bounds(text: str) -> list[str]:
     return values
 
 
+def negative_interval(args: argparse.Namespace) -> str | None:
+    """Why the intervals given are refused (one is negative), naming its option; None: they are not."""
+    for name in ("trigger_seconds", "member_trigger_ms"):
+        value = getattr(args, name)
+        if value is not None and value < 0:
+            return f"--{name.replace('_', '-')}: 0 or more, got {value}"
+    return None
+
+
 def sizes(text: str) -> list[int]:
     try:
         values = [int(part) for part in text.split(",")]
@@ -365,6 +394,11 @@ def main() -> None:
         help="a backlog run for each bound on a member's events per batch (0: none; default: the app's)",
     )
     parser.add_argument(
+        "--member-trigger-ms",
+        type=int,
+        help="shared applications' trigger interval (ms) for members with none (0: none; default: the app's)",
+    )
+    parser.add_argument(
         "--local", type=int, default=10, help="tasks of one application in `federator run` (0: no local run)"
     )
     parser.add_argument("--settle", type=float, default=20, help="seconds before an idle measurement")
@@ -375,8 +409,9 @@ def main() -> None:
     for name in ("backlog", "rate", "idle"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}: at least 1, got {getattr(args, name)}")
-    if args.trigger_seconds is not None and args.trigger_seconds < 0:
-        parser.error(f"--trigger-seconds: 0 or more, got {args.trigger_seconds}")
+    negative = negative_interval(args)
+    if negative is not None:
+        parser.error(negative)
     if not 2 <= args.backlog_tasks <= max(args.tasks) + 1:
         parser.error(
             f"--backlog-tasks: from 2 (a quiet task and the backlog's) to the largest of --tasks + 1, "

@@ -20,8 +20,10 @@ A follower's move to another member is logged phase by phase once its first trig
 (`task <ns>/<name> moved to member <m>: config seen +… → old query stopped +… → new query started +… →
 first batch done +…`). Each query's jobs run in a scheduler pool of its own (named after the task) when
 the application schedules FAIR, its default, so that a task catching up a backlog does not hold the
-others' batches back. One status endpoint per metrics port (``federator_spark.status_server``) serves the
-tasks of that port and lists the task configs the driver cannot run. SIGTERM stops every query, then Spark.
+others' batches back; a member without limits of its own reads bounded batches, at most one every
+500 ms (``federator_spark.scheduling``). One status endpoint per metrics port
+(``federator_spark.status_server``) serves the tasks of that port and lists the task configs the driver
+cannot run. SIGTERM stops every query, then Spark.
 """
 
 from __future__ import annotations
@@ -125,8 +127,17 @@ def submitted_scheduler_mode() -> str:
     """The mode the application was submitted with (the operator writes `scheduling.mode` into its Spark
     settings), FAIR by default. spark-submit hands its settings to the JVM: a SparkConf made before the
     gateway to it is up is empty, and FAIR would override a FIFO asked for."""
-    SparkContext._ensure_initialized()
+    launch_jvm()
     return scheduler_mode(SparkConf())
+
+
+def launch_jvm() -> None:
+    """Start the JVM, unless spark-submit runs this driver (a cluster's), with the app's Spark settings:
+    their Java options (``federator_contract.sparkconf``) count only when the JVM starts. Without them
+    the host's JVM compiled with C2 and collected with G1 (a fifth of a core compiling, minutes into a
+    run). ``PYSPARK_SUBMIT_ARGS`` (local mode's settings) come after these and win."""
+    conf = SparkConf(loadDefaults=False).setAll(list(spark_settings.settings().items()))
+    SparkContext._ensure_initialized(conf=conf)
 
 
 def scheduler_mode(conf: SparkConf) -> str:
@@ -318,15 +329,15 @@ class Host:
     def _start_query(self, plan: TaskPlan) -> Any:
         """Start the query in the task's own scheduler pool: Spark copies the calling thread's local
         properties into the query's thread when ``start()`` creates it, and every job of the query
-        carries them; they are cleared again for whatever this thread does next. Its event hub is read
-        in batches of a bounded size (``federator_spark.scheduling``), so that none holds the slots long."""
-        context = self.spark.sparkContext
-        setting = self.spark.conf.get(scheduling.MEMBER_EVENTS_SETTING, None)
-        events = scheduling.member_events_per_trigger(setting)
+        carries them; they are cleared again for whatever this thread does next. Bounded and paced as
+        ``federator_spark.scheduling`` says."""
+        context, conf = self.spark.sparkContext, self.spark.conf
+        events = scheduling.member_events_per_trigger(conf.get(scheduling.MEMBER_EVENTS_SETTING, None))
+        trigger_ms = scheduling.member_trigger_ms(conf.get(scheduling.MEMBER_TRIGGER_SETTING, None))
         if self.pools:
             context.setLocalProperty(POOL_PROPERTY, plan.key)
         try:
-            return pipeline.start(self.spark, scheduling.bounded(plan, events))
+            return pipeline.start(self.spark, scheduling.paced(scheduling.bounded(plan, events), trigger_ms))
         finally:
             if self.pools:
                 context.setLocalProperty(POOL_PROPERTY, None)  # type: ignore[arg-type]  # None unsets it

@@ -43,7 +43,9 @@ class TaskPlan:
     layout: CheckpointLayout
     source: SliceSource
     write: WritePlan
-    trigger_seconds: int
+    trigger_seconds: float
+    """0: the next batch as soon as the one before ends (a member of a shared application may be paced:
+    ``federator_spark.scheduling``)."""
 
     @property
     def key(self) -> str:
@@ -174,7 +176,7 @@ def start(
     if available_now:
         stream = stream.trigger(availableNow=True)
     else:
-        stream = stream.trigger(processingTime=f"{task.trigger_seconds} seconds")
+        stream = stream.trigger(processingTime=f"{round(task.trigger_seconds * 1000)} milliseconds")
     query = stream.start()
     logger.info("%s%s)", started_marker(task.namespace, task.name), query.id)
     return query

@@ -11,36 +11,66 @@ between its batches. The price is the backlog's own speed when the machine is sa
 slots between the others' batches too (bench.fleet, nine busy members on two cores: 254 against 887
 events/s). A task alone in its application reads as before.
 
+A member that sets no trigger interval of its own is also paced: a batch at most every
+``MEMBER_TRIGGER_MS``. With none, each member's query starts a batch as soon as its source has anything
+new, and a batch costs about 50 ms of CPU however little it holds (Spark's planning, logs and scheduling;
+the Python workers): nine members fed 20 events/s each, in four sends a second, made 36 batches a second
+and saturated two cores before any backlog (quiet p99 36 s). Paced, the same members make half as many
+batches, each holding what came meanwhile, for up to the interval's latency.
+
 The application's ``sparkConf`` may change the bound (``spark.federator.member.maxEventsPerTrigger``;
-``0``: none, as a task alone). docs/sharing.md has the figures.
+``0``: none, as a task alone) and the pace (``spark.federator.member.triggerIntervalMs``; ``0``: none).
+docs/sharing.md has the figures.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from federator_contract.api.replicationapplication import (
+    MEMBER_EVENTS_SETTING,
+    MEMBER_TRIGGER_SETTING,
+    member_setting,
+)
 from federator_spark.pipeline import TaskPlan
 from federator_spark.sources.eventhubs_settings import HubSourceSettings
+
+__all__ = [
+    "MEMBER_EVENTS_PER_TRIGGER",
+    "MEMBER_EVENTS_SETTING",
+    "MEMBER_TRIGGER_MS",
+    "MEMBER_TRIGGER_SETTING",
+    "bounded",
+    "member_events_per_trigger",
+    "member_trigger_ms",
+    "paced",
+]
 
 MEMBER_EVENTS_PER_TRIGGER = 2000
 """About a tenth of a second of one task slot's work at the ~10,000 events/s a slot moves on a small
 machine (bench.replication: 15,000-24,000 events/s in ``local[2]``)."""
-MEMBER_EVENTS_SETTING = "spark.federator.member.maxEventsPerTrigger"
+MEMBER_TRIGGER_MS = 500
+"""Half of the quiet members' 1 s latency goal: a batch waits at most this for its trigger, and its events
+have the other half to reach the targets. 250 ms halved nothing where events come four times a second."""
 
 
 def member_events_per_trigger(setting: str | None) -> int | None:
     """The bound the application's ``MEMBER_EVENTS_SETTING`` gives (None: no bound); unset, the default."""
+    return _whole(MEMBER_EVENTS_SETTING, setting, MEMBER_EVENTS_PER_TRIGGER)
+
+
+def member_trigger_ms(setting: str | None) -> int | None:
+    """The trigger interval the application's ``MEMBER_TRIGGER_SETTING`` gives a member without one of
+    its own, in milliseconds (None: none, batches back to back); unset, the default."""
+    return _whole(MEMBER_TRIGGER_SETTING, setting, MEMBER_TRIGGER_MS)
+
+
+def _whole(name: str, setting: str | None, default: int) -> int | None:
+    """The whole number the setting ``name`` gives (0: None); unset, ``default``. The operator checks an
+    application's settings when it is applied; a JVM started otherwise is checked here (ValueError)."""
     if setting is None:
-        return MEMBER_EVENTS_PER_TRIGGER
-    try:
-        bound = int(setting.strip())
-    except ValueError:
-        raise ValueError(
-            f"{MEMBER_EVENTS_SETTING}: a whole number of events (0: no bound), got {setting!r}"
-        ) from None
-    if bound < 0:
-        raise ValueError(f"{MEMBER_EVENTS_SETTING}: 0 (no bound) or more events, got {bound}")
-    return bound or None
+        return default
+    return member_setting(name, setting) or None
 
 
 def bounded(plan: TaskPlan, events: int | None) -> TaskPlan:
@@ -56,3 +86,11 @@ def bounded(plan: TaskPlan, events: int | None) -> TaskPlan:
             write, following=dataclasses.replace(write.following, covers_all_partitions=False)
         )
     return dataclasses.replace(plan, source=dataclasses.replace(source, max_events=events), write=write)
+
+
+def paced(plan: TaskPlan, trigger_ms: int | None) -> TaskPlan:
+    """``plan`` triggered every ``trigger_ms`` milliseconds if its task sets no trigger interval of its
+    own (that one stands) and ``trigger_ms`` is not None."""
+    if trigger_ms is None or plan.trigger_seconds > 0:
+        return plan
+    return dataclasses.replace(plan, trigger_seconds=trigger_ms / 1000)

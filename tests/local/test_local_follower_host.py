@@ -11,11 +11,12 @@ from pathlib import Path
 
 from test_local_applications import example, plan_of, shared_example
 
-from federator.local.apps import MEMBER_EVENTS_SETTING, alone, app_environment, home_of
+from federator.local.apps import alone, app_environment, home_of
 from federator.local.groups import group_object
 from federator.local.model import TaskRun
 from federator.local.state import StateDir
 from federator_contract.api.failovergroup import FailoverGroupStatus
+from federator_contract.api.replicationapplication import MEMBER_EVENTS_SETTING, MEMBER_TRIGGER_SETTING
 
 
 def host_settings(task: TaskRun, tmp_path: Path) -> list[str]:
@@ -31,11 +32,13 @@ def test_a_followers_own_host_reads_its_hub_unbounded(tmp_path: Path) -> None:
     run = follower.replan({"orders": group_object(group, status)})
     assert isinstance(run, TaskRun)
 
-    assert f"{MEMBER_EVENTS_SETTING}=0" in host_settings(run, tmp_path)
+    settings = host_settings(run, tmp_path)
+    assert f"{MEMBER_EVENTS_SETTING}=0" in settings and f"{MEMBER_TRIGGER_SETTING}=0" in settings, "nor paced"
 
 
 def test_a_shared_applications_host_keeps_the_bound_for_its_members(tmp_path: Path) -> None:
     application, tasks = shared_example()
     member = plan_of(tmp_path, [application, *tasks]).tasks[0]
 
-    assert not any(s.startswith(MEMBER_EVENTS_SETTING) for s in host_settings(member, tmp_path))
+    settings = host_settings(member, tmp_path)
+    assert not any(s.startswith((MEMBER_EVENTS_SETTING, MEMBER_TRIGGER_SETTING)) for s in settings)

@@ -114,6 +114,9 @@ def test_its_pods_are_labelled_as_the_application_they_run_and_the_resource_as_t
 def test_a_host_of_one_task_reads_without_the_bound_it_puts_on_a_shared_applications_members() -> None:
     conf = _plan("primary").spark_app.spark_conf
     assert conf["spark.federator.member.maxEventsPerTrigger"] == "0"
+    assert conf["spark.federator.member.triggerIntervalMs"] == "0", (
+        "nor paced: a switch's first batch at once"
+    )
     assert conf["spark.sql.streaming.stopGracefullyOnShutdown"] == "true", "the app's defaults stay"
 
 

@@ -158,6 +158,16 @@ ALLOWED = [
         OperatorSettings(allowed_spark_conf="spark.kubernetes.executor.request.cores"),
         id="installer-listed-key",
     ),
+    pytest.param(  # docs/sharing.md: how a shared driver bounds and paces its members
+        {
+            "sparkConf": {
+                "spark.federator.member.maxEventsPerTrigger": "5000",
+                "spark.federator.member.triggerIntervalMs": "0",
+            }
+        },
+        POLICY,
+        id="member-bound-and-pace",
+    ),
 ]
 
 

@@ -52,6 +52,32 @@ class ExecutorResources(SparkResources):
 # Spark settings that carry credentials (storage account keys, SAS tokens, passwords).
 _CREDENTIAL_CONF = re.compile(r"(password|secret|token|credential|sas|account\.key|\.key$)", re.IGNORECASE)
 
+MEMBER_SETTING_PREFIX = "spark.federator.member."
+MEMBER_EVENTS_SETTING = "spark.federator.member.maxEventsPerTrigger"
+MEMBER_TRIGGER_SETTING = "spark.federator.member.triggerIntervalMs"
+# How a shared driver treats its members (federator_spark.scheduling): the unit of each, what 0 means.
+MEMBER_SETTINGS = {
+    MEMBER_EVENTS_SETTING: ("events", "no bound"),
+    MEMBER_TRIGGER_SETTING: ("milliseconds", "none"),
+}
+MEMBER_AS_A_TASK_ALONE = {MEMBER_EVENTS_SETTING: "0", MEMBER_TRIGGER_SETTING: "0"}
+"""What a host of one task sets (a follower's own host, local mode's task alone): its batches neither bounded
+nor paced for others, so a backlog left on a member is caught up in one batch after a switch, not in
+batches of 2,000 that each pay a batch's fixed cost; the task's own `maxEventsPerTrigger` and trigger
+interval stand."""
+
+
+def member_setting(name: str, value: str) -> int:
+    """The whole number the member setting ``name`` gives (0 or more); ValueError naming it otherwise."""
+    unit, zero = MEMBER_SETTINGS[name]
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ValueError(f"{name}: a whole number of {unit} (0: {zero}), got {value!r}") from None
+    if number < 0:
+        raise ValueError(f"{name}: 0 ({zero}) or more {unit}, got {number}")
+    return number
+
 
 class SparkApplicationSettings(FedModel):
     """What a Spark application's JVMs need: launcher, image, identity, resources and Spark settings."""
@@ -77,17 +103,26 @@ class SparkApplicationSettings(FedModel):
     overrides the app's own defaults: `spark.sql.session.timeZone` UTC, and
     `spark.driver.defaultJavaOptions` / `spark.executor.defaultJavaOptions`
     `-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms32m` (the JVM's quick compiler only, a compact heap;
-    `extraJavaOptions` add to them)."""
+    `extraJavaOptions` add to them). A shared application's members, unless they set their own
+    `runtime.maxEventsPerTrigger` or `runtime.triggerIntervalSeconds`, read at most
+    `spark.federator.member.maxEventsPerTrigger` events a batch (default `"2000"`) and start a batch at
+    most every `spark.federator.member.triggerIntervalMs` milliseconds (default `"500"`); `"0"` lifts
+    either."""
 
     @field_validator("spark_conf")
     @classmethod
     def _no_credentials_in_conf(cls, conf: dict[str, str] | None) -> dict[str, str] | None:
-        for key in conf or {}:
+        for key, value in (conf or {}).items():
             if _CREDENTIAL_CONF.search(key):
                 raise ValueError(
                     f"{key!r} looks like a credential; Spark settings are visible in the Spark "
                     "application: mount a Secret instead"
                 )
+            if key.startswith(MEMBER_SETTING_PREFIX):
+                if key not in MEMBER_SETTINGS:
+                    known = ", ".join(sorted(MEMBER_SETTINGS))
+                    raise ValueError(f"{key!r} is not a setting of a shared application's members ({known})")
+                member_setting(key, value)
         return conf
 
 

@@ -33,6 +33,7 @@ from federator.local.observe import LogWatch, TaskRow, app_row, read_status
 from federator.local.plan import with_emulator_connections
 from federator.local.state import AZURITE_CONNECTION, StateDir
 from federator.local.supervisor import ManagedProcess, spawn
+from federator_contract.api.replicationapplication import MEMBER_AS_A_TASK_ALONE
 from federator_contract.applog import failed_marker, started_marker
 from federator_contract.files import write_atomically
 
@@ -40,12 +41,6 @@ LOCAL_SPARK_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",  # progress bars would fill the log file
 }
-MEMBER_EVENTS_SETTING = "spark.federator.member.maxEventsPerTrigger"
-"""The bound on an event hub's batches that a host gives each of its members, so that a backlog does not
-hold the slots the others' batches need (federator_spark.scheduling; 0: none). A follower's own host runs
-that one task: it reads as a task alone would, and a backlog left on a member is caught up in one batch
-after a switch, not in batches of 2,000 events that each pay a batch's fixed cost (seconds on a busy
-machine)."""
 PYTHON_WORKER_CONNECT_SECONDS = "120"
 """How long Spark's Python workers wait to connect back to the JVM (PySpark's default is 15 s, which a
 busy laptop starting several streaming sources at once can exceed)."""
@@ -297,7 +292,7 @@ def app_environment(
         **LOCAL_SPARK_CONF,
         "spark.local.dir": str(temporary),
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={temporary}",
-        **({MEMBER_EVENTS_SETTING: "0"} if alone else {}),
+        **(MEMBER_AS_A_TASK_ALONE if alone else {}),
         **needs.spark_conf,
     }
     conf = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in sorted(settings.items()))

@@ -28,12 +28,10 @@ from federator.planning.task import (
     app_spark_conf,
     plan_replication_task,
 )
+from federator_contract.api.replicationapplication import MEMBER_AS_A_TASK_ALONE
 
 TASK_HOST_LABEL = "federator.io/task-host"
 """On the task ConfigMap of a task its own host runs: the host selects it by this label."""
-MEMBER_EVENTS_SETTING = "spark.federator.member.maxEventsPerTrigger"
-"""The host bounds each task's event hub batches for the others' sake (federator_spark.scheduling); a host
-of one task reads as a task alone does (0: no bound; the task's `runtime.maxEventsPerTrigger` stands)."""
 
 
 def task_host_selector(task: str) -> str:
@@ -66,7 +64,7 @@ def plan_task(**arguments: Unpack[TaskArguments]) -> TaskPlan:
         annotations={k: v for k, v in plan.spark_app.annotations.items() if k != ANNOTATION},
         main_file=HOST_APPLICATION_FILE,
         arguments=host_arguments(task_host_selector(name), settings),
-        spark_conf=app_spark_conf(arguments["spec"].runtime.spark_conf, {MEMBER_EVENTS_SETTING: "0"}),
+        spark_conf=app_spark_conf(arguments["spec"].runtime.spark_conf, MEMBER_AS_A_TASK_ALONE),
         config_map=None,
         secrets=sorted({*plan.spark_app.secrets, *following.member_secrets}),
         optional_references=True,

@@ -53,6 +53,7 @@ ALLOWED_SPARK_CONF: tuple[str, ...] = (
     "spark.task.maxFailures",
     "spark.locality.wait",
     "spark.speculation",
+    "spark.federator.member.*",  # how a shared driver bounds and paces its members (validated by the model)
 )
 
 
