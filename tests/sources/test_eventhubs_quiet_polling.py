@@ -1,6 +1,8 @@
 """An Event Hubs reader whose hub has had nothing new for ``_QUIET_AFTER_SECONDS`` asks it only every
-``_QUIET_POLL_SECONDS`` (an idle query's CPU, and its namespace's), and every ``_IDLE_POLL_SECONDS``
-again from the first poll that finds an event: steady traffic never slows down."""
+``_QUIET_POLL_SECONDS`` (an idle query's CPU, and its namespace's), after ``_STILL_AFTER_SECONDS`` every
+``_STILL_POLL_SECONDS`` (an idle member's CPU in a shared application), holding Spark's asks until a poll is
+due (each costs the query's JVM a trigger), and every ``_IDLE_POLL_SECONDS`` again from the
+first poll that finds an event: steady traffic never slows down."""
 
 from __future__ import annotations
 
@@ -41,13 +43,22 @@ def quiet_reader(monkeypatch: pytest.MonkeyPatch) -> Setup:
     return reader, clock, hub
 
 
-def spark_asks(reader: EventHubsStreamReader, clock: Clock, start: dict[str, int], seconds: float) -> None:
-    """Spark's micro-batch loop with no trigger interval, for ``seconds`` of the clock."""
-    until = clock.now + seconds
-    while clock.now < until:
-        offsets: Any = reader.latestOffset(start, ReadAllAvailable())
-        assert offsets == start
-        clock.now += SPARK_POLLING_DELAY
+def spark_asks(
+    reader: EventHubsStreamReader,
+    clock: Clock,
+    start: dict[str, int],
+    seconds: float,
+    every: float = SPARK_POLLING_DELAY,
+) -> tuple[Any, int]:
+    """Spark's micro-batch loop for ``seconds`` of the clock, asking ``every`` s after an answer (no trigger
+    interval: 10 ms after an empty one), until an answer goes past ``start``; the last answer, and how
+    many times Spark asked."""
+    until, offsets, asked = clock.now + seconds, start, 0
+    while clock.now < until and offsets == start:
+        offsets = reader.latestOffset(start, ReadAllAvailable())
+        asked += 1
+        clock.now += every
+    return offsets, asked
 
 
 def test_a_hub_quiet_for_a_while_is_asked_once_a_second(quiet_reader: Setup) -> None:
@@ -86,3 +97,41 @@ def test_a_hub_with_events_every_poll_is_never_waited_for(quiet_reader: Setup) -
 
     assert start["0"] == 105
     assert clock.slept == []
+
+
+TRIGGER_SECONDS = 0.5  # a paced member of a shared application: Spark asks every half second
+
+
+def test_a_hub_still_for_half_a_minute_is_asked_every_three_seconds_and_spark_as_often(
+    quiet_reader: Setup,
+) -> None:
+    reader, clock, hub = quiet_reader
+    start = dict(hub.last)
+    spark_asks(reader, clock, start, eventhubs._STILL_AFTER_SECONDS, TRIGGER_SECONDS)
+    before = hub.asks
+
+    _, spark_asked = spark_asks(reader, clock, start, 60.0, TRIGGER_SECONDS)
+
+    assert 19 <= hub.asks - before <= 21
+    assert spark_asked <= 21  # each of Spark's asks costs its JVM a trigger: held until a poll is due
+    assert max(clock.slept) <= eventhubs._STILL_POLL_SECONDS
+
+
+def test_the_first_event_after_a_long_pause_is_found_within_three_seconds_and_asks_are_quick_again(
+    quiet_reader: Setup,
+) -> None:
+    reader, clock, hub = quiet_reader
+    start = dict(hub.last)
+    spark_asks(reader, clock, start, eventhubs._STILL_AFTER_SECONDS + 10, TRIGGER_SECONDS)
+    hub.last["0"] += 1
+    arrived = clock.now
+
+    found, _ = spark_asks(reader, clock, start, 10.0, TRIGGER_SECONDS)
+
+    assert found == hub.last
+    assert clock.now - arrived <= eventhubs._STILL_POLL_SECONDS + TRIGGER_SECONDS
+    asks = hub.asks
+    spark_asks(
+        reader, clock, found, 5.0, TRIGGER_SECONDS
+    )  # nothing new again: a pause of seconds, not of minutes
+    assert hub.asks - asks >= 9

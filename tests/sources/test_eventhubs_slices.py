@@ -40,14 +40,14 @@ CONNECTION = Connection(connection_string="Endpoint=sb://h/;SharedAccessKeyName=
 def test_the_reader_plans_at_most_slice_tasks_tasks_over_partitions_with_new_events(tasks, expected) -> None:
     reader = EventHubsSliceReader(HubSourceSettings(CONNECTION, "hub", slice_tasks=tasks))
     reader._partition_count = 5
-    start = {"0": -1, "1": 9, "2": 4, "3": 0, "4": 7}
-    end = {"0": 9, "1": 9, "2": 14, "3": 5, "4": 8}  # partition 1 has nothing new
+    start = {"0": -1, "1": 900, "2": 400, "3": 0, "4": 700}
+    end = {"0": 999, "1": 900, "2": 1400, "3": 500, "4": 800}  # partition 1 has nothing new
 
     planned = reader.partitions(start, end)
 
     assert len(planned) == expected and all(isinstance(group, SliceGroup) for group in planned)
     rows = [row for group in planned for row in reader.read(group)]
-    assert sorted(rows) == [("0", 5, -1, 9), ("2", 5, 4, 14), ("3", 5, 0, 5), ("4", 5, 7, 8)]
+    assert sorted(rows) == [("0", 5, -1, 999), ("2", 5, 400, 1400), ("3", 5, 0, 500), ("4", 5, 700, 800)]
 
 
 def test_slice_tasks_must_be_positive() -> None:

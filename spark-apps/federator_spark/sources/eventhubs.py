@@ -53,6 +53,14 @@ _IDLE_POLL_SECONDS = 0.25
 # traffic never waits this long, so only the first event after a quiet spell pays up to 1 s.
 _QUIET_POLL_SECONDS = 1.0
 _QUIET_AFTER_SECONDS = 10.0
+# After `_STILL_AFTER_SECONDS` with nothing new, every `_STILL_POLL_SECONDS`: an idle member of a shared
+# application still cost a quarter of a percent of a core in these asks (bench.fleet, docs/sharing.md).
+# The first event after such a pause waits up to 3 s for its batch instead of 1 s.
+_STILL_POLL_SECONDS = 3.0
+_STILL_AFTER_SECONDS = 30.0
+# Spark's ask is held until the next poll is due, for at most this long: each ask that finds nothing costs
+# the query's JVM thread a trigger too. A query's stop does not wait for it: Spark interrupts the ask.
+_LONGEST_WAIT_SECONDS = _STILL_POLL_SECONDS
 # AMQP message properties that travel in the row's system_properties.
 _SYSTEM_PROPERTIES = ("message_id", "content_type", "correlation_id", "subject", "to", "reply_to")
 
@@ -215,11 +223,12 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _poll(self, start: Offsets) -> Offsets:
         """The partitions' last sequence numbers, asked no sooner than ``_IDLE_POLL_SECONDS`` after an
         ask that found nothing beyond ``start`` (``_QUIET_POLL_SECONDS`` once nothing new came for
-        ``_QUIET_AFTER_SECONDS``). While the namespace is unavailable this is ``start`` (no batch, the
-        query waits) and the next ask comes after a growing pause."""
+        ``_QUIET_AFTER_SECONDS``, ``_STILL_POLL_SECONDS`` after ``_STILL_AFTER_SECONDS``). While the
+        namespace is unavailable this is ``start`` (no batch, the query waits) and the next ask comes
+        after a growing pause."""
         wait = self._next_idle_poll - time.monotonic()
         if wait > 0:
-            time.sleep(min(wait, _QUIET_POLL_SECONDS))  # Spark asks again: a stop is not held up long
+            time.sleep(min(wait, _LONGEST_WAIT_SECONDS))  # then Spark asks again
             if self._next_idle_poll > time.monotonic():
                 return start
         try:
@@ -249,8 +258,10 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return ends
 
     def _idle_poll_seconds(self, now: float) -> float:
-        quiet = now - self._last_news >= _QUIET_AFTER_SECONDS
-        return _QUIET_POLL_SECONDS if quiet else _IDLE_POLL_SECONDS
+        quiet = now - self._last_news
+        if quiet >= _STILL_AFTER_SECONDS:
+            return _STILL_POLL_SECONDS
+        return _QUIET_POLL_SECONDS if quiet >= _QUIET_AFTER_SECONDS else _IDLE_POLL_SECONDS
 
     def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
         if not self._partition_count:

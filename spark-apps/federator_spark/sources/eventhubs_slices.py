@@ -38,15 +38,25 @@ class SliceGroup(InputPartition):
         self.slices = slices
 
 
+SMALL_BATCH_EVENTS = 500
+"""A batch of at most this many events is written by one Spark task, whatever its partitions: about 50 ms
+of one task slot's work (a slot moves ~10,000 events/s). A second task costs CPU however little it holds
+(the executor's task thread, a Python worker's use, the scheduler): quiet members on ``local[2]`` made
+two tasks a batch, and one task cut their executor threads' CPU by a quarter (docs/sharing.md)."""
+
+
 class EventHubsSliceReader(EventHubsStreamReader):
     """What :class:`EventHubsStreamReader` reads, in at most ``slice_tasks`` Spark tasks per batch
-    (default: a task per partition). A batch's slices are spread over them by size, so a batch of many
-    partitions runs in one wave of tasks when this is the number of task slots: each task costs Spark a
-    few hundred milliseconds however little it does."""
+    (default: a task per partition), and in one task when the batch holds at most
+    ``SMALL_BATCH_EVENTS`` events. A batch's slices are spread over them by size, so a batch of many
+    partitions runs in one wave of tasks when this is the number of task slots."""
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         slices = [p for p in super().partitions(start, end) if isinstance(p, HubPartition)]
-        return [SliceGroup(group) for group in spread(slices, self.settings.slice_tasks or len(slices))]
+        tasks = self.settings.slice_tasks or len(slices)
+        if sum(p.end - p.start for p in slices) <= SMALL_BATCH_EVENTS:
+            tasks = 1  # its receivers start at once in that task (events_by_partition)
+        return [SliceGroup(group) for group in spread(slices, tasks)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, SliceGroup)
