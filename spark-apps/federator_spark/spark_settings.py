@@ -31,6 +31,13 @@ UNIX_SOCKETS_DIR_SETTING = "spark.python.unix.domain.socket.dir"
 _SOCKET_DIR_LIMIT = 61
 
 
+# Python runs a ``sitecustomize`` module it finds on its path when it starts: this directory's prepares the
+# daemons of Spark's data source planners, whose module is not a setting (``worker_daemon``). Spark puts the
+# workers' environment's PYTHONPATH after its own and before the JVM's.
+PLANNER_SITE = Path(__file__).parent / "planner_site"
+WORKERS_PATH_SETTING = "spark.executorEnv.PYTHONPATH"
+
+
 def spark_home() -> Path:
     """The Spark the JVM this process starts (or joins) runs, as pyspark itself decides: ``SPARK_HOME``,
     else the pyspark distribution installed here."""
@@ -58,9 +65,15 @@ def python_sockets() -> dict[str, str]:
     return {UNIX_SOCKETS_SETTING: "true", UNIX_SOCKETS_DIR_SETTING: directory}
 
 
+def python_workers_path() -> dict[str, str]:
+    """The directory every Python process Spark starts for the app finds first after Spark's own archives:
+    its ``sitecustomize`` prepares the planners' daemons and the query's source runner (``worker_daemon``)."""
+    return {WORKERS_PATH_SETTING: str(PLANNER_SITE)}
+
+
 def settings() -> dict[str, str]:
     """Spark settings by name; Hadoop's own local file system stays when the jar is missing."""
-    chosen = {**APP_SPARK_CONF, **python_sockets()}
+    chosen = {**APP_SPARK_CONF, **python_sockets(), **python_workers_path()}
     jar = spark_jars() / FILE_SYSTEM_JAR
     if jar.is_file():
         chosen[FILE_SYSTEM_SETTING] = LOCAL_FILE_SYSTEM

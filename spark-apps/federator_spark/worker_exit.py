@@ -43,7 +43,16 @@ session, and its worker would idle a minute after it (42 MB at bench.replication
 kept: a query uses the writer's planner (``write_into_data_source``: Spark asks Python for each batch's
 writer) and the commit runner in every batch, and fresh workers for a query's start (``create_data_source``,
 ``plan_data_source_read``) made each start about a second slower in bench.replication (docs/replication.md,
-"Planner workers that leave after their use")."""
+"Planner workers that leave after their use"), mostly re-reading zip archives, unless their daemon prepared
+them (``QUERY_START_PLANNERS``)."""
+
+QUERY_START_PLANNERS = frozenset(
+    {"pyspark.sql.worker.create_data_source", "pyspark.sql.worker.plan_data_source_read"}
+)
+"""The planners a query uses only at its start. Their workers are not kept when their daemon imported the
+app's modules before it forks (``worker_daemon.prepare_at_start``): a fresh worker is then a fork
+that imports and re-reads nothing (tens of milliseconds), and a kept one idled a minute after every query's
+start (167 MB at bench.replication's peak)."""
 
 
 def closed_by_jvm(sock: socket.socket) -> bool:
@@ -125,6 +134,15 @@ def not_kept_after_this_use() -> None:
 
     if not isinstance(utils.write_int, NotKept):
         utils.write_int = NotKept(utils.write_int)
+
+
+def adapt_forked_planner(module: str) -> None:
+    """In a worker just forked by the daemon of the planner ``module``, one that imported the app's modules
+    before it forks (so the app's code never first runs in the worker): the worker ends quietly when the JVM
+    lets it go, and the JVM does not keep it after its use if a fresh one costs only a fork."""
+    quiet_daemon(sys.modules["__main__"])  # PySpark's daemon, whose loop looks its ``worker`` up there
+    if module in USED_ONCE_PLANNERS | QUERY_START_PLANNERS:
+        not_kept_after_this_use()
 
 
 def adapt_if_forked_by_pyspark_daemon() -> None:

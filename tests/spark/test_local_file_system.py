@@ -88,7 +88,11 @@ def test_the_settings_turn_the_apps_file_system_on_only_where_spark_finds_it(mon
     monkeypatch.setenv("SPARK_HOME", str(tmp_path))
     (tmp_path / "jars").mkdir()
     with caplog.at_level(logging.WARNING, logger=spark_settings.__name__):
-        assert spark_settings.settings() == {**APP_SPARK_CONF, **spark_settings.python_sockets()}
+        assert spark_settings.settings() == {
+            **APP_SPARK_CONF,
+            **spark_settings.python_sockets(),
+            **spark_settings.python_workers_path(),
+        }
     assert f"{FILE_SYSTEM_JAR} is missing" in caplog.text
 
     (tmp_path / "jars" / FILE_SYSTEM_JAR).write_bytes(b"")
