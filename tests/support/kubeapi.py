@@ -9,6 +9,8 @@ docs/testing.md lists them, and the gaps that remain.
 
 All writes are done here, under kmock's lock, and then the request is served by kmock's normal
 dispatch (user reactions first, then the stored state), skipping the parent's own simplistic write.
+Each write stores a new version built beside the stored one; a stored version is never changed in place,
+so the write reads it without copying it and its watch event shares it.
 """
 
 from __future__ import annotations
@@ -147,7 +149,9 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         return str(self._rv)
 
     async def _emit(self, resource: Resource, kind: str, obj: Obj) -> None:
-        event = {"type": kind, "object": json_copy(obj)}
+        # A stored version is never changed in place (every write stores a new one, made from a copy): the
+        # event shares it, as every watcher shares the event.
+        event = {"type": kind, "object": obj}
         self._journal.append((int(obj["metadata"]["resourceVersion"]), resource, event))
         await self._buses[resource].put(event)
 
@@ -332,7 +336,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         if request.params.get("force") is not None:
             raise _error(422, "Invalid", "force: Forbidden: may not be specified for non-apply patch")
         stored = self._stored(request)
-        old = json_copy(stored.raw)
+        old = stored.raw  # read, never changed: the new version is built from a copy (`_apply_patch`)
         new = self._isolate_status(request, old, self._apply_patch(old, self._patch_body(request)))
         new.setdefault("metadata", {})
         self._keep_system_fields(old, new)
@@ -391,7 +395,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
         key = (request.resource, namespace, request.name)
         if key in self._objects and not self._objects[key].deleted:
             stored = self._objects[key]
-            old = json_copy(stored.raw)
+            old = stored.raw  # read, never changed: `ssa.apply` builds the new version beside it
             self._precondition(old, applied)
             new = self._applied_to(request, old, applied, write, force)
             self._keep_system_fields(old, new)
@@ -489,7 +493,7 @@ class FaithfulKubernetesEmulator(kmock.KubernetesEmulator):
             raise _error(400, "BadRequest", f"invalid resourceVersion {since!r}")
         matches = compile_selectors(request.params)
         return [
-            json_copy(event)
+            event
             for rv, resource, event in self._journal
             if rv > int(since)
             and resource == request.resource

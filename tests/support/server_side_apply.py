@@ -1,6 +1,7 @@
 """Field management and server-side apply, computed the way the Kubernetes API server does it.
 
-Pure functions over JSON objects, used by the test API server (``support/kubeapi.py``). They follow the
+Pure functions over JSON objects, used by the test API server (``support/kubeapi.py``): they never change
+what they are given, and a result may share the parts a write left as they were. They follow the
 Kubernetes docs ("Server-Side Apply", kubernetes.io/docs/reference/using-api/server-side-apply/) and the
 library the API server uses for them, sigs.k8s.io/structured-merge-diff (``merge/update.go``: ``Apply``,
 ``Update``, ``prune``; ``typed/compare.go``, ``typed/tofieldset.go``, ``typed/remove.go``):
@@ -317,7 +318,8 @@ def update(live: Obj | None, new: Obj, write: Write) -> Obj:
     nothing leaves the managers as they were. A client may replace managedFields (``[{}]`` clears them,
     and the object stays without until an apply)."""
     managed = _managers_of(live or {}, new)
-    result = json_copy(new)
+    # Only the metadata gets a new field (managedFields): the rest is `new`'s, shared, never changed here.
+    result = {**new, "metadata": dict(new.get("metadata") or {})}
     diff = compare(live or {}, new).without(write.ignored)
     # An existing object nobody manages (cleared, or made before tracking) stays untracked until applied.
     tracked = live is None or bool(managed.fields) or not live.get("metadata", {}).get("uid")
@@ -353,7 +355,22 @@ def apply(live: Obj, applied: Obj, write: Write, *, force: bool) -> Obj:
     merged = merge(without_managed_fields(live), applied)
     owned = managed.owned()
     dropped = {p for p in last - owned if not any(o[: len(p)] == p for o in owned)}
-    result = remove(merged, {p for p in dropped if not write.ignored(p)})
+    removed = {p for p in dropped if not write.ignored(p)}
+    result = remove(merged, removed) if removed else merged
+    _settle_apply(managed, me, live, result, write, force)
+    _keep_last_applied(live, applied, write, result)
+    changed = without_managed_fields(result) != without_managed_fields(live)
+    # The entry's time moves only when the apply changed the object (or the entry is new).
+    managed.times[me] = write.now if changed or me not in before else before[me]
+    return _with_managed(result, managed)
+
+
+def _settle_apply(managed: Managed, me: Manager, live: Obj, result: Obj, write: Write, force: bool) -> None:
+    """`_settle` for an apply, whose conflicts kubectl may take over from its client-side apply. With no
+    other manager nobody can conflict or lose a field: the walk over both objects is spared (a creation,
+    a re-apply by the only manager)."""
+    if all(manager == me for manager in managed.fields):
+        return
     diff = compare(live, result).without(write.ignored)
     try:
         _settle(managed, me, diff, force)
@@ -361,11 +378,6 @@ def apply(live: Obj, applied: Obj, write: Write, *, force: bool) -> Obj:
         if not _client_side_applied(live, write, conflict):
             raise
         _settle(managed, me, diff, force=True)
-    _keep_last_applied(live, applied, write, result)
-    changed = without_managed_fields(result) != without_managed_fields(live)
-    # The entry's time moves only when the apply changed the object (or the entry is new).
-    managed.times[me] = write.now if changed or me not in before else before[me]
-    return _with_managed(result, managed)
 
 
 # kubectl's client-side apply keeps what it applied in this annotation. The API server lets kubectl's
@@ -396,5 +408,7 @@ def _keep_last_applied(live: Obj, applied: Obj, write: Write, result: Obj) -> No
         return
     config = json_copy(applied)
     (config.get("metadata", {}).get("annotations") or {}).pop(LAST_APPLIED, None)
-    annotations = result["metadata"].setdefault("annotations", {})
+    # A new annotations map: the result may share the live object's (`merge` copies only what it applies).
+    annotations = {**(result["metadata"].get("annotations") or {})}
     annotations[LAST_APPLIED] = json.dumps(config, separators=(",", ":"))
+    result["metadata"]["annotations"] = annotations
