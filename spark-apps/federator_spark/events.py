@@ -1,4 +1,5 @@
-"""The row shape sources produce and sinks consume, and its view as a SQL message."""
+"""The row shape sources produce and sinks consume (its view as a SQL message is ``event_messages``: a
+source's planning process imports this module and never needs the SQL engine)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from federator_contract.sql import SqlMessage
 from federator_spark.property_types import still_tagged, typed
 
 # One row per source event. `source` names the source entity (`<host>/<entity>`) so that sinks can
@@ -26,16 +26,6 @@ SCHEMA = (
 SOURCE_KIND = "source_kind"
 SERVICE_BUS = "serviceBus"
 _MAX_MESSAGE_ID = 128  # Service Bus's limit
-
-# Event Hubs / AMQP property names → the Service Bus system property names conditions use.
-_SYSTEM_NAMES = {
-    "message_id": "MessageId",
-    "content_type": "ContentType",
-    "correlation_id": "CorrelationId",
-    "subject": "Label",
-    "to": "To",
-    "reply_to": "ReplyTo",
-}
 
 _UNDECODED: Any = object()
 
@@ -149,46 +139,6 @@ class Event:
 
 
 _FIELDS = frozenset(f.name for f in fields(Event) if f.init)
-
-
-class EventMessage(SqlMessage):
-    """An event as conditions and editors read it. Built per event but filled on first read, so a
-    body nobody inspects is never decoded: ``user`` is the event's own property map (read-only here),
-    ``system`` the Service Bus names of its system properties, ``body`` the JSON document or None."""
-
-    def __init__(self, event: Event) -> None:  # no dataclass __init__: the fields are computed
-        self.event = event
-        self._system: dict[str, Any] | None = None
-        self._user: dict[str, Any] | None = None
-
-    @property
-    def user(self) -> dict[str, Any]:  # type: ignore[override]
-        if self._user is None:
-            self._user = self.event.typed_properties()
-        return self._user
-
-    @property
-    def system(self) -> dict[str, Any]:  # type: ignore[override]
-        if self._system is None:
-            event = self.event
-            system: dict[str, Any] = {
-                name: event.system_properties[key]
-                for key, name in _SYSTEM_NAMES.items()
-                if key in event.system_properties
-            }
-            system["SequenceNumber"] = event.sequence_number
-            system["EnqueuedTimeUtc"] = event.enqueued_time
-            if event.partition_key is not None:
-                system["PartitionKey"] = event.partition_key
-            self._system = system
-        return self._system
-
-    @property
-    def body(self) -> Any:
-        try:
-            return self.event.json()
-        except NotJson:
-            return None
 
 
 @functools.lru_cache(maxsize=1024)

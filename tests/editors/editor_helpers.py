@@ -12,7 +12,8 @@ from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.taskconfig import TaskConfig, TaskMetadata
 from federator_spark.editors import build_chain
 from federator_spark.editors.base import EditorStep, EventEditor, TaskScope
-from federator_spark.events import Event, EventMessage
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 _SPEC = {

@@ -19,7 +19,7 @@ from federator.failover.draining import followers_pending
 from federator.failover.state import GroupState
 from federator.kube.client import KubeClient
 from federator.reconcile.failovergroup import GroupRound, group_round
-from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.failovergroup import DrainHold, DrainingTask, FailoverGroupSpec
 from federator_emulator.server import RunningEmulator
 
 pytestmark = pytest.mark.slow
@@ -70,7 +70,14 @@ class Rounds:
     async def tasks(self, namespace: str) -> list[dict[str, Any]]:
         return [archive(self.follower)]
 
-    async def round(self, active: str, timeout: int = 600) -> GroupRound:
+    async def round(
+        self, active: str, timeout: int = 600, after_producers_left: float | None = None
+    ) -> GroupRound:
+        """A round now, or ``after_producers_left`` seconds after the producers left neu."""
+        now = datetime.now(UTC)
+        if after_producers_left is not None:
+            assert self.state.producer_since is not None
+            now = self.state.producer_since + timedelta(seconds=after_producers_left)
         done = await group_round(
             self.ports,
             name="orders",
@@ -78,7 +85,7 @@ class Rounds:
             uid=None,
             spec=spec(active, timeout),
             state=self.state,
-            now=datetime.now(UTC),
+            now=now,
         )
         assert done.state is not None
         self.state = done.state
@@ -106,6 +113,14 @@ def rounds(client: KubeClient, emulator: RunningEmulator) -> Rounds:  # noqa: F8
     return Rounds(client, emulator)
 
 
+def archive_on_neu(*, measured: bool = True, behind: int | None = None) -> DrainHold:
+    """`drainPending`'s entry for the archive task still reading neu."""
+    task = DrainingTask(
+        namespace=NS, name="archive", member="neu", lag_measured=measured, events_behind=behind
+    )
+    return DrainHold(task=task)
+
+
 @pytest.mark.asyncio
 async def test_consumers_follow_once_the_following_task_replicated_what_producers_left_there(
     rounds: Rounds,
@@ -113,17 +128,15 @@ async def test_consumers_follow_once_the_following_task_replicated_what_producer
     await rounds.failed_back()
     rounds.lag(0, after_producers_left=-0.5)  # caught up, but before the producers' last events
     await rounds.round("weu")
-    assert rounds.state.drain_pending == (
-        f"task {NS}/archive: its lag on neu not measured since producers left",
-    )
-    rounds.lag(37, after_producers_left=1.0)
+    assert rounds.state.drain_pending == (archive_on_neu(measured=False),)
+    rounds.lag(37, after_producers_left=2.5)
     done = await rounds.round("weu")
-    assert rounds.state.drain_pending == (f"task {NS}/archive still 37 behind on neu",)
+    assert rounds.state.drain_pending == (archive_on_neu(behind=37),)
     assert rounds.state.consumer == "neu"
     [reconciling] = [u for u in done.findings.condition_updates if u.type == "Reconciling"]
     assert f"still to drain: task {NS}/archive still 37 behind on neu" in reconciling.message
     rounds.lag(0, after_producers_left=4.0)
-    done = await rounds.round("weu")
+    done = await rounds.round("weu", after_producers_left=4.5)
     assert (rounds.state.phase, rounds.state.consumer) == ("Normal", "weu")
     assert [(r.roles, r.cause) for r in rounds.state.switches][-1] == ("consumers", "drained")
     [note] = [n for n in done.findings.notes if n.reason == reasons.FAILBACK_COMPLETE]
@@ -138,7 +151,7 @@ async def test_the_drain_timeout_moves_consumers_with_a_warning_naming_the_tasks
     rounds: Rounds,
 ) -> None:
     await rounds.failed_back(timeout=0)
-    rounds.lag(12, after_producers_left=1.0)
+    rounds.lag(12, after_producers_left=2.5)
     done = await rounds.round("weu", timeout=0)
     assert (rounds.state.phase, rounds.state.consumer) == ("Normal", "weu")
     [note] = [n for n in done.findings.notes if n.reason == reasons.DRAIN_TIMEOUT]
@@ -148,11 +161,9 @@ async def test_the_drain_timeout_moves_consumers_with_a_warning_naming_the_tasks
 
 def test_only_tasks_reading_an_event_hub_of_the_group_on_the_consumers_member_are_waited_for() -> None:
     left = datetime(2026, 11, 30, tzinfo=UTC)
-    lag = {"eventsBehind": 3, "measuredAt": stamp(left + timedelta(seconds=1))}
+    lag = {"eventsBehind": 3, "measuredAt": stamp(left + timedelta(seconds=3))}
     on_neu = {"activeSourceMember": "neu", "lag": lag}
-    assert followers_pending("orders", "neu", left, [archive(on_neu)]) == (
-        f"task {NS}/archive still 3 behind on neu",
-    )
+    assert followers_pending("orders", "neu", left, [archive(on_neu)]) == (archive_on_neu(behind=3),)
     assert followers_pending("orders", "neu", left, [archive(on_neu, group="other")]) is None
     assert (
         followers_pending("orders", "neu", left, [archive(on_neu, source="serviceBus")]) is None

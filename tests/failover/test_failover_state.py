@@ -12,10 +12,11 @@ import pytest
 from federator.failover.conditions import assess, failback_instruction
 from federator.failover.state import Drain, GroupState, ProbeOutcome, Step, step
 from federator.status.results import written
-from federator_contract.api.failovergroup import FailoverGroupSpec, FailoverGroupStatus
+from federator_contract.api.failovergroup import DrainHold, FailoverGroupSpec, FailoverGroupStatus
 
 T0 = datetime(2026, 11, 1, 12, 0, 0, tzinfo=UTC)
 UP, DOWN = ProbeOutcome(True), ProbeOutcome(False, "connection refused")
+ORDERS_HELD = DrainHold(entity="orders")  # the drain entity still holds a message
 
 
 def spec(**overrides: Any) -> FailoverGroupSpec:
@@ -168,12 +169,12 @@ def test_failback_moves_producers_first_and_consumers_once_drained() -> None:
         seconds=40
     )
 
-    group.round(drain=Drain(pending=("orders",)))
+    group.round(drain=Drain(pending=(ORDERS_HELD,)))
     group.round(drain=Drain(error="connection refused"))
     assert group.where == ("FailingBack", "weu", "neu"), "not drained yet: consumers stay"
     assert group.state.drain_pending == ()
-    group.round(drain=Drain(pending=("orders",)))
-    assert group.state.drain_pending == ("orders",)
+    group.round(drain=Drain(pending=(ORDERS_HELD,)))
+    assert group.state.drain_pending == (ORDERS_HELD,)
 
     done = group.round(drain=Drain())
     assert group.where == ("Normal", "weu", "weu")
@@ -187,7 +188,7 @@ def test_failback_moves_producers_first_and_consumers_once_drained() -> None:
 @pytest.mark.parametrize(
     ("drain", "reason", "kind"),
     [
-        (Drain(pending=("orders",)), "DrainTimeout", "Warning"),
+        (Drain(pending=(ORDERS_HELD,)), "DrainTimeout", "Warning"),
         (Drain(error="no answer within the probe timeout"), "DrainTimeout", "Warning"),
         (None, "FailbackComplete", "Normal"),  # no drain entities: the timeout is the wait
     ],
@@ -281,7 +282,7 @@ def test_conditions_follow_the_phase() -> None:
 
     group.spec = spec(activeMember="weu")
     group.round(drain=None)
-    group.round(drain=Drain(pending=("orders",)))
+    group.round(drain=Drain(pending=(ORDERS_HELD,)))
     by_type = {c.type: c for c in assess(group.spec, group.state).updates}
     assert (by_type["Reconciling"].status, by_type["Reconciling"].reason) == ("True", "FailingBack")
     assert "still to drain: orders" in by_type["Reconciling"].message

@@ -9,10 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from federator.failover.draining import followers_pending
+from federator.failover.draining import followers_pending, hold_words
 from federator.kubectl.failover import Patch, SwitchPlan
 from federator.kubectl.failover_follow import _Progress, _report_group, _timeout_message
 from federator.kubectl.model import group_status
+from federator_contract.api.failovergroup import DrainHold
 
 LEFT = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 
@@ -40,14 +41,14 @@ def archive_behind(events: int) -> dict[str, object]:
     }
 
 
-def failing_back(pending: list[str]) -> dict[str, object]:
+def failing_back(pending: list[DrainHold]) -> dict[str, object]:
     return {
         "metadata": {"name": "orders", "namespace": "team-a"},
         "status": {
             "phase": "FailingBack",
             "producerMember": "weu",
             "consumerMember": "neu",
-            "drainPending": pending,
+            "drainPending": [hold.model_dump(by_alias=True, exclude_none=True) for hold in pending],
         },
     }
 
@@ -58,13 +59,13 @@ def plan() -> SwitchPlan:
     )
 
 
-def pending() -> list[str]:
+def pending() -> list[DrainHold]:
     [task] = followers_pending("orders", "neu", LEFT, [archive_behind(37)]) or ()
-    return ["orders", task]
+    return [DrainHold(entity="orders"), task]
 
 
 def test_a_task_still_behind_is_named_with_its_namespace_and_how_far_behind() -> None:
-    assert pending()[1] == "task team-a/archive still 37 behind on neu"
+    assert hold_words(pending()[1]) == "task team-a/archive still 37 behind on neu"
 
 
 def test_the_progress_line_says_what_holds_the_drain(capsys: pytest.CaptureFixture[str]) -> None:

@@ -224,12 +224,13 @@ def test_a_failing_member_shows_without_colour(kube: KubeServer, federator: Plug
 
 
 def test_a_failback_drain_names_what_holds_it(kube: KubeServer, federator: Plugin) -> None:
-    # drainPending holds entities (still holding messages) and tasks (still behind, in their own words).
+    # drainPending holds entities (still holding messages) and tasks (still behind on the member).
+    archive = {"namespace": "default", "name": "archive", "member": "neu", "eventsBehind": 37}
     failing_back = {
         **group_status([probe("weu", 5), probe("neu", 5)]),
         "phase": "FailingBack",
         "consumerMember": "neu",
-        "drainPending": ["orders", "task default/archive still 37 behind on neu"],
+        "drainPending": [{"entity": "orders"}, {"task": archive}],
     }
     create(kube, group(), failing_back)
     text = unwrapped(federator("status", "fg/orders", env=NARROW).stdout)

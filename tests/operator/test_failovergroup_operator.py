@@ -280,7 +280,7 @@ def test_failback_moves_producers_first_and_a_following_task_after_the_drain(
             "weu",
             "neu",
         )
-        assert found["drainPending"] == ["orders"]
+        assert found["drainPending"] == [{"entity": "orders"}]
         reconciling = condition(found, "Reconciling")
         assert (reconciling["status"], reconciling["reason"]) == ("True", "FailingBack")
         published = endpoints(kube, "billing-endpoints")

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from federator_contract.sql import Dialect, parse_filter
-from federator_spark.events import Event, EventMessage
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event
 from federator_spark.property_types import read, typed
 
 AT = datetime(2026, 5, 1, 12, 30, tzinfo=UTC)

@@ -172,13 +172,22 @@ def test_a_tasks_bound_source_reaches_its_process_without_the_tasks_models(
     source: str, tmp_path: Path
 ) -> None:
     """What a task's source reads travels with its class (``datasources.bind``), as light as the options
-    it replaces: its process still imports none of the models."""
+    it replaces: the process Spark starts afresh at every query start (its streaming source runner) imports
+    none of the models, nor the SQL engine editors read events with (``event_messages``): it plans batches
+    and never reads an event."""
     bound = datasources.bound(datasources.SliceDataSource, "shop/orders", source=BOUND_SOURCES[source])
     pickled = tmp_path / "source.pickle"
     pickled.write_bytes(cloudpickle.dumps(bound))
-    models = ("pydantic", "federator_contract.api", "federator_spark.plan")
+    models = (
+        "pydantic",
+        "federator_contract.api",
+        "federator_spark.plan",
+        "federator_contract.sql",
+        "federator_spark.event_messages",
+    )
     code = (
-        f"import pickle, sys\nsource = pickle.loads(open({str(pickled)!r}, 'rb').read())\n"
+        "import pickle, sys, pyspark.sql.streaming.python_streaming_source_runner\n"
+        f"source = pickle.loads(open({str(pickled)!r}, 'rb').read())\n"
         "reader = source(options={}).streamReader(None)\n"
         f"print(type(reader).__name__, sorted(m for m in sys.modules if m.startswith({models!r})))"
     )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from federator_contract.api.base import (
     QUEUE_OR_SUBSCRIPTION_RULES,
@@ -311,6 +312,61 @@ class MemberReplication(StatusModel):
     """What a failover to this member now would leave behind, in seconds of enqueue time."""
 
 
+class DrainingTask(StatusModel):
+    """A ReplicationTask following the group from an event hub that has not replicated what producers
+    left on the consumers' member."""
+
+    namespace: str
+    """The task's namespace."""
+    name: str
+    """The task's name."""
+    member: str
+    """The member it reads and has not drained (the consumers' member)."""
+    lag_measured: bool = True
+    """Whether its lag on `member` was measured at least 2 s after producers left it (a lag measured
+    before is no proof: events came after it, sends begun before the switch among them)."""
+    events_behind: Annotated[int, Field(ge=0)] | None = None
+    """Events on `member` it has not replicated yet (unset: not measured since producers left, or how
+    far not known)."""
+
+
+class DrainHold(StatusModel):
+    """What keeps the consumers' member from being drained while failing back: a drain entity that still
+    holds messages (`entity`), or a ReplicationTask that has not replicated what producers left there
+    (`task`); neither: a kind a newer operator knows. An operator before this field was typed wrote each
+    as a string (an entity's name, or the task's words): such an entry is read into this shape."""
+
+    entity: str | None = None
+    """A drain entity (`spec.failback.drainEntities`) that still held a message at the last probe."""
+    task: DrainingTask | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_an_older_operator(cls, value: Any) -> Any:
+        return _drain_hold_of_words(value) if isinstance(value, str) else value
+
+
+# The words older operators wrote for a task (session 44: "task ns/name still 37 behind on neu", "... still
+# behind on neu (how far not known)", "task ns/name: its lag on neu not measured since producers left";
+# before it: "ReplicationTask ns/name: 37 events on neu not replicated yet").
+_TASK_WORDS = re.compile(r"^(?:task|ReplicationTask) (?P<namespace>[^/ ]+)/(?P<name>[^ :]+):? (?P<rest>.*)$")
+_BEHIND = re.compile(r"(?:still (?P<still>\d+) behind|(?P<events>\d+) events) on ")
+_MEMBER = re.compile(r" on (?P<member>[^ ]+)")
+
+
+def _drain_hold_of_words(entry: str) -> dict[str, Any]:
+    if " " not in entry:
+        return {"entity": entry}
+    words, member = _TASK_WORDS.match(entry), _MEMBER.search(entry)
+    if words is None or member is None:
+        raise ValueError(f"drainPending entry {entry!r}: neither an entity's name nor a task's words")
+    behind = _BEHIND.search(words["rest"])
+    count = behind["still"] or behind["events"] if behind else None
+    task = {"namespace": words["namespace"], "name": words["name"], "member": member["member"]}
+    measured = "not measured since producers left" not in words["rest"]
+    return {"task": {**task, "lagMeasured": measured, "eventsBehind": int(count) if count else None}}
+
+
 class FailoverGroupStatus(ObjectStatus):
     """Observed state of a FailoverGroup. Written by the operator only."""
 
@@ -334,7 +390,7 @@ class FailoverGroupStatus(ObjectStatus):
     switch_request: str | None = None
     """The value of `spec.switchRequest` the operator last acted on (empty when unset): a request is
     new when this or `requestedMember` differs from the spec."""
-    drain_pending: Annotated[list[str], Field(max_length=64)] = []
+    drain_pending: Annotated[list[DrainHold], Field(max_length=64)] = []
     """While failing back: what keeps the consumers' member from being drained: drain entities that still
     hold messages, and ReplicationTasks following the group from an event hub that have not replicated
     what producers left there (their lag on it, measured after the producers left)."""

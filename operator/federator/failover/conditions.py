@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from federator import reasons
+from federator.failover.draining import hold_words
 from federator.failover.replication import Replication, lossless_condition
 from federator.failover.state import GroupState
 from federator.status import conditions as cond
@@ -42,7 +43,8 @@ def _triad(spec: FailoverGroupSpec, state: GroupState) -> list[ConditionUpdate]:
     producer, consumer = state.producer, state.consumer
     if state.phase == "FailingBack":
         deadline = state.producer_since
-        pending = f"; still to drain: {', '.join(state.drain_pending)}" if state.drain_pending else ""
+        held = ", ".join(map(hold_words, state.drain_pending))
+        pending = f"; still to drain: {held}" if held else ""
         return cond.reconciling(
             reasons.FAILING_BACK,
             f"producers use {producer} again since {cond.timestamp(deadline)}; consumers stay on {consumer} "

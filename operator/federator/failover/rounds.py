@@ -12,7 +12,7 @@ from federator.failover.connections import MemberConnection
 from federator.failover.probes import EntityRef, Prober, describe
 from federator.failover.replication import Replication
 from federator.failover.state import Drain, GroupState, Step, step
-from federator_contract.api.failovergroup import FailoverGroupSpec
+from federator_contract.api.failovergroup import DrainHold, FailoverGroupSpec
 
 
 async def probe_and_step(
@@ -22,7 +22,7 @@ async def probe_and_step(
     connections: Mapping[str, MemberConnection],
     now: datetime,
     replication: Replication | None = None,
-    followers: tuple[str, ...] | None = None,
+    followers: tuple[DrainHold, ...] | None = None,
 ) -> Step:
     """One round: every member's probe and the drain check run concurrently, then the machine steps
     (`replication`: what the tasks copying between the members have left, for planned switches;
@@ -48,7 +48,7 @@ async def drain_check(
     spec: FailoverGroupSpec,
     state: GroupState,
     connections: Mapping[str, MemberConnection],
-    followers: tuple[str, ...] | None = None,
+    followers: tuple[DrainHold, ...] | None = None,
 ) -> Drain | None:
     """While failing back: what the consumers' member still holds, in its drain entities and for the
     tasks following the group (`followers`; None: none follows from an event hub); None when there is
@@ -76,4 +76,4 @@ async def _entities_drain(
         pending = await prober.holding(connections[consumer], entities, spec.probe.timeout_seconds)
     except Exception as err:  # an unreachable member is not drained; the timeout still applies
         return Drain(error=describe(err))
-    return Drain(tuple(pending))
+    return Drain(tuple(DrainHold(entity=entity) for entity in pending))

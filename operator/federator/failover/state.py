@@ -22,9 +22,11 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from federator import reasons
+from federator.failover.draining import IN_FLIGHT, hold_words
 from federator.failover.replication import MemberReplication, Replication
 from federator.status.events import Note
 from federator_contract.api.failovergroup import (
+    DrainHold,
     FailoverGroupSpec,
     FailoverGroupStatus,
     PendingSwitch,
@@ -84,7 +86,7 @@ class Drain:
     """The drain check of the consumers' member while failing back: entities that still hold messages, or
     why the check could not be made."""
 
-    pending: tuple[str, ...] = ()
+    pending: tuple[DrainHold, ...] = ()
     error: str = ""
 
     @property
@@ -122,7 +124,7 @@ class GroupState:
     request_token: str | None = None
     """`spec.switchRequest` as last acted on ("" when unset); None before the first pass or in a status
     written before the field existed."""
-    drain_pending: tuple[str, ...] = ()
+    drain_pending: tuple[DrainHold, ...] = ()
     health: Mapping[str, MemberHealth] = field(default_factory=dict)
     pending: PendingSwitch | None = None
     """A planned switch waits for the replication to its member to catch up."""
@@ -341,7 +343,7 @@ class _Machine:
             return
         assert self.state.producer is not None and self.state.producer_since is not None
         deadline = self.state.producer_since + timedelta(seconds=self.spec.failback.drain_timeout_seconds)
-        if drain is not None and drain.drained:
+        if drain is not None and drain.drained and self.now >= self.state.producer_since + IN_FLIGHT:
             self.move("consumers", self.state.producer, "drained")
         elif self.now >= deadline:
             self.move("consumers", self.state.producer, "drainTimeout", drain)
@@ -455,7 +457,11 @@ def _announcement(
             message = f"{moved} after {timeout}s (no drain entities to check)"
             return Note("Normal", reasons.FAILBACK_COMPLETE, message)
         case "drainTimeout" if drain is not None:
-            left = ", ".join(drain.pending) if drain.pending else f"drain check failed: {drain.error}"
+            left = (
+                ", ".join(map(hold_words, drain.pending))
+                if drain.pending
+                else f"drain check failed: {drain.error}"
+            )
             message = f"{moved} after {timeout}s without a complete drain ({left})"
             return Note("Warning", reasons.DRAIN_TIMEOUT, message)
         case _:

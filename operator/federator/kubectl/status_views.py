@@ -22,7 +22,7 @@ from federator.kubectl.model import (
     typed_status,
 )
 from federator_contract.api.base import ObjectStatus
-from federator_contract.api.failovergroup import ProbeResult
+from federator_contract.api.failovergroup import DrainHold, ProbeResult
 from federator_contract.api.servicebusmirror import PairStatus
 
 
@@ -107,7 +107,7 @@ class GroupView(ResourceView):
     consumer_member: str | None
     producer_since: datetime | None
     consumer_since: datetime | None
-    drain_pending: list[str]
+    drain_pending: list[DrainHold]
     endpoints_config_map: str
     members: list[MemberView]
     tasks: list[TaskView]

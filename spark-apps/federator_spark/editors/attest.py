@@ -27,7 +27,8 @@ from typing import ClassVar
 from federator_contract.api.editors import AttestEditor
 from federator_contract.taskconfig import TaskConfig
 from federator_spark.editors.base import EditorStep, TaskScope
-from federator_spark.events import Event, EventMessage
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event
 
 UNSIGNED_PREFIX = "repl-"
 

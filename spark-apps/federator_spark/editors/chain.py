@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 
 from federator_spark.editors.base import EditorStep, TaskScope
 from federator_spark.editors.state import PartitionState
-from federator_spark.events import Event, EventMessage
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event
 
 
 @dataclass(frozen=True)

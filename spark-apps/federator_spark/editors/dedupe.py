@@ -20,7 +20,8 @@ from federator_contract.taskconfig import TaskConfigError
 from federator_spark.editors.base import EditorStep, TaskScope
 from federator_spark.editors.references import parse_reference, resolve
 from federator_spark.editors.state import PartitionState
-from federator_spark.events import Event, EventMessage
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event
 
 
 @dataclass(frozen=True)

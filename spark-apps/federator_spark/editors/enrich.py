@@ -17,7 +17,8 @@ from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.config import config_map_json
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
 from federator_spark.editors.references import as_text, parse_reference, resolve
-from federator_spark.events import Event, EventMessage
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import ClassVar
 from federator_contract.api.editors import FilterEditor
 from federator_contract.sql import Dialect, Filter, parse_filter
 from federator_spark.editors.base import EditorStep, TaskScope
-from federator_spark.events import Event, EventMessage
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event
 
 
 @dataclass(frozen=True)

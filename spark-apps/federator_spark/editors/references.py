@@ -11,7 +11,8 @@ from federator_contract.checks.editors import reference_problem
 from federator_contract.sql import ast
 from federator_contract.sql.evaluate import MISSING, lookup
 from federator_contract.sql.system_properties import find_system_property
-from federator_spark.events import EventMessage, iso
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import iso
 
 
 def parse_reference(text: str) -> ast.Reference:

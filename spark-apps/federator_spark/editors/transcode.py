@@ -26,7 +26,8 @@ from federator_contract.checks.editors import parse_avro_schema
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.config import config_map_json
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
-from federator_spark.events import Event, EventMessage, NotJson
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event, NotJson
 
 
 @dataclass(frozen=True)

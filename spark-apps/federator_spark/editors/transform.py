@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 
 from federator_contract.api.editors import TransformEditor
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
-from federator_spark.events import Event, EventMessage, NotJson
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event, NotJson
 
 Path = tuple[str, ...]
 _MISSING: Any = object()

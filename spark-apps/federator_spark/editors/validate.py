@@ -16,7 +16,8 @@ from federator_contract.checks.schema_patterns import json_schema_validator
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
 from federator_spark.config import config_map_json
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
-from federator_spark.events import Event, EventMessage, NotJson
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event, NotJson
 
 
 @dataclass(frozen=True)

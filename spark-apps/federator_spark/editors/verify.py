@@ -12,7 +12,8 @@ from federator_contract.api.editors import VerifyEditor
 from federator_contract.taskconfig import TaskConfig
 from federator_spark.editors.attest import key_from_env, signature
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
-from federator_spark.events import Event, EventMessage
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event
 
 
 @dataclass(frozen=True)

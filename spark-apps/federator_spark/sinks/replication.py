@@ -27,7 +27,8 @@ from federator_contract.checks.names import DEAD_LETTER_REASON_PROPERTY
 from federator_spark import failpoints, following, logs, metrics, worker_gc
 from federator_spark.commits import RETAIN_FROM, CommitLog
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope
-from federator_spark.events import Event, EventMessage
+from federator_spark.event_messages import EventMessage
+from federator_spark.events import Event
 from federator_spark.plan import DEAD_LETTER, TargetPlan, WritePlan
 from federator_spark.property_types import still_tagged, typed
 from federator_spark.provenance import forwarded_properties, is_loop
