@@ -300,8 +300,8 @@ class Runtime(SparkApplicationSettings):
     trigger_interval_seconds: Annotated[int, Field(ge=0, le=3600)] = 0
     """Micro-batch interval. 0 starts the next batch as soon as the previous one ends: the lowest
     latency (an idle event hub is asked for new events every 0.25 s, every 1 s once it has had nothing
-    new for 10 s, every 3 s after 30 s; a Service Bus receive waits up to 1 s). A longer interval makes fewer, larger batches at
-    the price of latency. Default: 0."""
+    new for 10 s, every 3 s after 30 s; a Service Bus receive waits up to 1 s). A longer interval makes
+    fewer, larger batches at the price of latency. Default: 0."""
     max_events_per_trigger: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
     """Upper bound of events per micro-batch across partitions. Default: no bound."""
     checkpoint: Checkpoint | None = None
