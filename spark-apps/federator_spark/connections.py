@@ -3,7 +3,7 @@
 Spark data source options are strings and travel inside the query plan, so a connection is passed
 as JSON that names *where* the credential is (an environment variable, a file, workload identity)
 rather than the secret itself. Only a connection string given to a data source by hand travels inline.
-Which connection a task's endpoint has is planned from the task config (``plan.connection_for``): this
+Which connection a task's endpoint has is planned from the task config (``planning.connection_for``): this
 module stays free of the task's models, whose import (pydantic) cost every query's source process a
 third of a second.
 """

@@ -42,9 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from federator_contract.checkpoints import CheckpointLayout
-from federator_contract.checks.names import SOURCE_ID_PROPERTY
 from federator_contract.files import write_atomically
-from federator_contract.taskconfig import TaskConfig
+from federator_contract.names import SOURCE_ID_PROPERTY
 from federator_spark import metrics
 from federator_spark.commits import CommitLog
 from federator_spark.events import Event, iso
@@ -75,21 +74,6 @@ class FollowPlan:
     def state_dir(self, member: str | None = None) -> Path:
         """A member's state dir (commit records, what was carried to it); default: the followed one."""
         return self.layout.member_state_dir(member or self.member)
-
-
-def follow_plan(config: TaskConfig, layout: CheckpointLayout) -> FollowPlan | None:
-    following = config.following
-    if following is None:
-        return None
-    spec = config.spec
-    by_position = spec.source.event_hub is not None
-    return FollowPlan(
-        member=following.member,
-        skew_seconds=following.skew_seconds,
-        by_position=by_position,
-        covers_all_partitions=by_position and spec.runtime.max_events_per_trigger is None,
-        layout=layout,
-    )
 
 
 # ------------------------------------------------------------------------------------------ write tasks

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
+from datetime import UTC
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
@@ -16,7 +17,8 @@ from federator_spark import datasources, following, source_binding
 from federator_spark.commits import CommitLog
 from federator_spark.config import checkpoint_layout
 from federator_spark.datasources import ReplicationDataSource, SliceSource
-from federator_spark.plan import RETAIN_BATCHES, WritePlan, connection_for, plan_from_task
+from federator_spark.plan import RETAIN_BATCHES, WritePlan
+from federator_spark.planning import connection_for, plan_from_task
 from federator_spark.sources.eventhubs_settings import HubSourceSettings, parse_time
 from federator_spark.sources.servicebus_settings import SourceSettings
 
@@ -77,13 +79,16 @@ def source_settings(config: TaskConfig, layout: CheckpointLayout) -> SliceSource
         return _servicebus_settings(config, layout)
     source = spec.source.event_hub
     assert source is not None  # the spec model requires exactly one source
+    start = source.start_position.enqueued_time
     return HubSourceSettings(
         connection=connection_for(config, source.connection),
         event_hub=source.event_hub_name,
         consumer_group=source.consumer_group,
         partition_ids=tuple(source.partition_ids) if source.partition_ids else None,
         start_position=source.start_position.position,
-        start_time=source.start_position.enqueued_time,
+        # In the standard library's zone: the settings travel pickled, and pydantic's zone would import
+        # pydantic in every process that reads them.
+        start_time=start.astimezone(UTC) if start is not None else None,
         max_events=limit,
         status_file=str(layout.status_file),
         start_file=str(layout.start_positions_file),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from federator_contract.checks.names import SOURCE_ID_PROPERTY
+from federator_contract.names import SOURCE_ID_PROPERTY
 from federator_spark.events import Event, iso
 
 SEPARATOR = ";"

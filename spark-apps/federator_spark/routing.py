@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from federator_contract.checks.names import UNROUTED
+from federator_contract.names import UNROUTED
 from federator_contract.sql import Dialect, Filter, SqlMessage, parse_filter
 
 

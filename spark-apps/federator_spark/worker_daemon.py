@@ -40,6 +40,7 @@ READ_TASKS = (
 
 PRELOADED = (
     *READ_TASKS,
+    "federator_spark.sources.eventhubs_frames",  # a write task's receivers, and the SDK
     "federator_spark.sinks.replication",
     "federator_spark.sinks.eventhubs",
     "federator_spark.sinks.servicebus",

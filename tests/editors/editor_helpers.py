@@ -10,8 +10,8 @@ from typing import Any
 from federator_contract.api.editors import Editor
 from federator_contract.api.replicationtask import ReplicationTaskSpec
 from federator_contract.taskconfig import TaskConfig, TaskMetadata
-from federator_spark.editors import build_chain
 from federator_spark.editors.base import EditorStep, EventEditor, TaskScope
+from federator_spark.editors.building import build_chain
 from federator_spark.event_messages import EventMessage
 from federator_spark.events import Event
 

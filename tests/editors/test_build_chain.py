@@ -7,7 +7,7 @@ from editor_helpers import build, task_config
 
 from federator_contract.api.editors import Editor
 from federator_contract.taskconfig import TaskConfigError
-from federator_spark.editors import build_chain
+from federator_spark.editors.building import build_chain
 
 EVERY_KIND = [
     {"filter": {"condition": "a = 1"}},

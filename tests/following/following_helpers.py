@@ -10,7 +10,8 @@ from typing import Any
 from federator_contract.taskconfig import TaskConfig
 from federator_spark.events import Event
 from federator_spark.following import Follower, known
-from federator_spark.plan import WritePlan, plan_from_task
+from federator_spark.plan import WritePlan
+from federator_spark.planning import plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter, TaskReport, TaskReports
 from support.connections import write_connection_files
 

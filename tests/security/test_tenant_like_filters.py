@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 from tenant_guard import answer_of
 
-from federator_contract.checks.names import UNROUTED
 from federator_contract.emulatorconfig import RuleConfig
+from federator_contract.names import UNROUTED
 from federator_contract.sql import SqlMessage
 from federator_emulator.state.rules import compile_rule
 from federator_spark.routing import Router
@@ -53,4 +53,3 @@ def test_a_subscription_rule_cannot_stall_the_emulator(pattern: str, escape: str
 @pytest.mark.parametrize(("pattern", "escape", "unit"), ATTEMPTS)
 def test_a_pattern_an_event_carries_cannot_stall_routing(pattern: str, escape: str | None, unit: str) -> None:
     assert answer_of(routed_targets, pattern, escape, unit) == [UNROUTED]
-

@@ -16,7 +16,8 @@ from azure.servicebus import ServiceBusClient
 from federator_contract.taskconfig import TaskConfig
 from federator_spark.events import Event
 from federator_spark.outages import EndpointRefusedError
-from federator_spark.plan import TargetPlan, plan_from_task
+from federator_spark.plan import TargetPlan
+from federator_spark.planning import plan_from_task
 from federator_spark.sinks.servicebus import ServiceBusPublisher, forget_sender, kept_sender
 from federator_spark.sinks.undeliverable import Undeliverable
 from support.connections import connection_files

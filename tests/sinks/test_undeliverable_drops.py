@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from federator_contract.taskconfig import TaskConfig
-from federator_spark.plan import plan_from_task
+from federator_spark.planning import plan_from_task
 from federator_spark.sinks.replication import ReplicationWriter
 from support.connections import connection_files
 from support.queues import queue_bodies

@@ -17,7 +17,7 @@ from pyspark import TaskContext
 from spark_helpers import eh_endpoint, prop, read_all, send, task_config
 from test_lag import spark_checkpoint
 
-from federator_contract.checks.names import SOURCE_ID_PROPERTY
+from federator_contract.names import SOURCE_ID_PROPERTY
 from federator_contract.taskconfig import TaskConfig
 from federator_emulator.testing import EmulatorFactory
 from federator_spark import pipeline

@@ -24,7 +24,7 @@ import importlib.abc, importlib.util, os, sys
 
 WATCHED = {
     "federator_contract.taskconfig": ("TaskConfig", "from_raw", "parsed"),
-    "federator_spark.plan": (None, "plan_from_task", "planned"),
+    "federator_spark.planning": (None, "plan_from_task", "planned"),
 }
 
 

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from federator_spark import spark_settings, worker_daemon
 from federator_spark.datasources import POOL_VARIABLE, READ_POOL
 
@@ -35,12 +37,13 @@ def worker(sock, authenticated):
     return 0
 
 from federator_spark import worker_daemon
+watched = ("federator_", "pyarrow", "pyd", "azure")
 before = set(sys.modules)
 worker_daemon.prepare_at_start()
 daemon = {
     "threads": len(os.listdir("/proc/self/task")),
     "frozen": gc.get_freeze_count(),
-    "loaded": sorted(m for m in set(sys.modules) - before if m.startswith(("federator_spark.", "pyarrow"))),
+    "loaded": sorted(m for m in set(sys.modules) - before if m.startswith(watched)),
 }
 read, write = os.pipe()
 if os.fork() == 0:
@@ -122,6 +125,59 @@ def test_the_read_pool_s_planners_preload_the_source_and_are_not_kept() -> None:
     assert "pyarrow" in result["daemon"]["loaded"]  # Spark's module imports it, told to start no thread
     assert result["daemon"]["threads"] == 1
     assert result["forked"] == {"worker": "QuietWhenClosed", "write_int": "NotKept"}
+
+
+# The task's API models and what checks them: the driver's (``planning``). A daemon that imported them held
+# 14 MB more, and a fresh worker that did took 0.4 s more to import a plan (docs/replication.md).
+MODELS = (
+    "pydantic",
+    "jsonschema",
+    "federator_contract.api",
+    "federator_contract.taskconfig",
+    "federator_spark.planning",
+)
+
+
+@pytest.mark.parametrize(
+    ("planner", "pool"),
+    [(CREATE, None), (WRITE, None), (COMMIT, None), (CREATE, READ_POOL), (PLAN_READ, READ_POOL)],
+)
+def test_no_planner_s_daemon_imports_the_task_s_models(planner: str, pool: str | None) -> None:
+    loaded = played(planner, pool)["daemon"]["loaded"]
+
+    assert "federator_spark.datasources" in loaded
+    assert [name for name in loaded if name.startswith(MODELS)] == []
+
+
+def tasks_daemon_loaded(pool: str | None) -> list[str]:
+    """What the tasks' daemon of a pool imports before it forks (of the app's, the models' and the SDK's)."""
+    environment = {POOL_VARIABLE: pool} if pool else {}
+    code = (
+        "import json, sys\nfrom federator_spark import worker_daemon\n"
+        f"worker_daemon.preload(worker_daemon.task_preloads({environment!r}))\n"
+        "watched = ('federator_', 'pyd', 'json', 'azure')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(watched))))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    loaded: list[str] = json.loads(run.stdout)
+    return loaded
+
+
+@pytest.mark.parametrize("pool", [None, READ_POOL])
+def test_the_tasks_daemon_imports_none_of_the_task_s_models(pool: str | None) -> None:
+    assert [name for name in tasks_daemon_loaded(pool) if name.startswith(MODELS)] == []
+
+
+def test_only_the_processes_that_receive_or_send_import_the_sdk() -> None:
+    """A write task receives its slices' events and sends them: its daemon imports the SDK once for all its
+    workers. A read task, and the planners of the read pool's query start, only plan and checkpoint ranges
+    (7 MB a process less)."""
+    assert "azure.eventhub" in tasks_daemon_loaded(None)
+    assert [name for name in tasks_daemon_loaded(READ_POOL) if name.startswith("azure")] == []
+    for planner in (CREATE, PLAN_READ):
+        loaded = played(planner, READ_POOL)["daemon"]["loaded"]
+        assert [name for name in loaded if name.startswith("azure")] == [], planner
 
 
 def test_a_per_batch_planner_s_workers_are_kept_for_the_next_batch() -> None:

@@ -140,7 +140,7 @@ SOURCE_PROCESSES = {
 @pytest.mark.parametrize("source", SOURCE_PROCESSES)
 def test_a_source_process_imports_none_of_the_tasks_models(source: str) -> None:
     """Spark starts a fresh Python process for each query's source; the task's models (pydantic) cost it
-    a third to half a second of imports, and a source needs none of them (``plan.connection_for``; the
+    a third to half a second of imports, and a source needs none of them (``planning.connection_for``; the
     checkpoint location's rules in ``federator_contract.checkpoints``)."""
     models = ("pydantic", "federator_contract.api", "federator_spark.plan")
     code = (

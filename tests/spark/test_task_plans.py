@@ -117,7 +117,8 @@ def test_a_checkpoint_the_app_cannot_keep_files_at_is_refused_naming_it() -> Non
 
 def test_a_tasks_writer_carries_its_plan_by_value_to_a_fresh_process(tmp_path: Path) -> None:
     """Spark pickles a registered data source class and instantiates it in Python processes of its own;
-    a bound class is not importable by name, so the plan travels with it."""
+    a bound class is not importable by name, so the plan travels with it, without the task's API models
+    (the driver's: ``planning``)."""
     task = pipeline.plan_task(config(tmp_path, HUB))
     writer = datasources.bound(
         datasources.ReplicationDataSource, task.key, source=task.source, plan=task.write
@@ -132,11 +133,14 @@ def test_a_tasks_writer_carries_its_plan_by_value_to_a_fresh_process(tmp_path: P
         f"source = pickle.loads(open({str(pickled)!r}, 'rb').read())\n"
         "writer = source(options={}).streamWriter(slices, False)\n"
         "print(source.name(), writer.plan.namespace, writer.plan.task, writer.slices.settings.event_hub)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'federator_contract.api'))))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["federator-replication/shop/orders", "shop", "orders", "orders"]
+    written, models = result.stdout.splitlines()
+    assert written.split() == ["federator-replication/shop/orders", "shop", "orders", "orders"]
+    assert models == "[]"
 
 
 def test_a_task_the_host_cannot_plan_is_reported_and_keeps_no_other_from_running(

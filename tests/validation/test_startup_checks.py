@@ -25,7 +25,7 @@ from federator.validation.semantic import semantic_problems
 from federator_contract.api.kinds import REPLICATION_TASK
 from federator_contract.checks import STARTUP_CHECKS
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
-from federator_spark.plan import plan_from_task
+from federator_spark.planning import plan_from_task
 from support.connections import write_connection_files
 
 APP = Path(__file__).resolve().parents[2] / "spark-apps" / "federator_spark"
@@ -135,18 +135,18 @@ SHARED = {
     "parse_reference",
 }
 APP_REFUSALS: dict[tuple[str, str], str] = {
-    ("plan.py", "plan_from_task"): "shared",
+    ("planning.py", "plan_from_task"): "shared",
     ("config.py", "local_path"): "shared",
     ("editors/validate.py", "build"): "shared",  # and: exactly one of jsonSchema, schemaConfigMapRef (crd)
     ("editors/transcode.py", "_avro_schema"): "shared",  # and: exactly one of inline, configMapRef (crd)
     ("editors/dedupe.py", "build"): "shared",
     ("editors/enrich.py", "build"): "shared",  # and: a lookup table that is not a JSON object (plumbing)
-    ("editors/__init__.py", "_build"): "crd",  # exactly one editor kind
-    ("editors/__init__.py", "build_chain"): "plumbing",  # names the editor of a refusal above
+    ("editors/building.py", "_build"): "crd",  # exactly one editor kind
+    ("editors/building.py", "build_chain"): "plumbing",  # names the editor of a refusal above
     ("config.py", "config_map_text"): "plumbing",
     ("config.py", "config_map_json"): "plumbing",
     ("config_watch.py", "parse"): "plumbing",  # a shared driver's member ConfigMap, as the operator writes it
-    ("plan.py", "connection_for"): "plumbing",  # emulator connections, unresolved group members
+    ("planning.py", "connection_for"): "plumbing",  # emulator connections, unresolved group members
     ("translation/planning.py", "blob_location"): "plumbing",  # Azurite's connection (local mode)
 }
 

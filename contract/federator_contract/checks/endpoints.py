@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from federator_contract.api.replicationtask import Endpoint, ReplicationTaskSpec
 from federator_contract.checks.findings import Finding
-from federator_contract.checks.names import DEAD_LETTER_REASON_PROPERTY, SOURCE_ID_PROPERTY, UNROUTED
+from federator_contract.names import DEAD_LETTER_REASON_PROPERTY, SOURCE_ID_PROPERTY, UNROUTED
 
 
 def reserved_properties(spec: ReplicationTaskSpec) -> dict[str, str]:

@@ -179,7 +179,7 @@ def _batch_options(destination: Destination) -> dict[str, str]:
 def published_sequences(target: TargetPlan, since: dict[str, int], prefix: str) -> set[int]:
     """Source sequence numbers already at the target after ``since`` (target partition → last sequence
     number then), found by their ``repl-source-id`` (``<prefix><sequence>``)."""
-    from federator_contract.checks.names import SOURCE_ID_PROPERTY
+    from federator_contract.names import SOURCE_ID_PROPERTY
 
     found: set[int] = set()
     now = prepare(target).last_sequence_numbers(sorted(since, key=int))

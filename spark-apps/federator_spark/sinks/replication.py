@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 
-from federator_contract.checks.names import DEAD_LETTER_REASON_PROPERTY
+from federator_contract.names import DEAD_LETTER_REASON_PROPERTY
 from federator_spark import failpoints, following, logs, metrics, worker_gc
 from federator_spark.commits import RETAIN_FROM, CommitLog
 from federator_spark.editors.base import EditorStep, Rejected, TaskScope

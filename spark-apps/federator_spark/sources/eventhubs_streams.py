@@ -32,7 +32,6 @@ from typing import Any
 
 from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.outages import Backoff, Endpoint, EndpointRefusedError, failure, words
-from federator_spark.sources import eventhubs_frames
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +108,10 @@ class PartitionStream:
         self, consumer_group: str, partition: str, position: int | str | datetime, inclusive: bool
     ) -> None:
         """The receiver thread: what ``EventHubConsumer.receive`` does, handing over raw messages."""
+        # Imported by the first receiver: it imports the SDK (7 MB a process), which the processes that
+        # plan and checkpoint reads and never receive (read tasks, a query's start) need not hold.
+        from federator_spark.sources import eventhubs_frames
+
         backoff = Backoff()
         try:
             while not self._closed.is_set():

@@ -7,7 +7,7 @@ from federator_contract.api.translation import CheckpointStore
 from federator_contract.checkpoints import CheckpointLayout
 from federator_contract.driverstatus import TRANSLATION_FILE
 from federator_contract.taskconfig import TaskConfig, TaskConfigError
-from federator_spark.plan import connection_for
+from federator_spark.planning import connection_for
 from federator_spark.translation.layout import ConsumerGroupRef
 from federator_spark.translation.store import BlobLocation
 from federator_spark.translation.translator import TranslationPlan

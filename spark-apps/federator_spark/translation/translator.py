@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from federator_contract.checks.names import SOURCE_ID_PROPERTY
 from federator_contract.files import write_atomically
+from federator_contract.names import SOURCE_ID_PROPERTY
 from federator_spark.connections import Connection, eventhub_consumer
 from federator_spark.eventhubs_management import HubManagement
 from federator_spark.sources.eventhubs_streams import PartitionStream, receive, sequence_number
