@@ -24,6 +24,14 @@ from federator_contract.api.replicationtask import ReplicationTaskSpec, Replicat
 IN_FLIGHT = timedelta(seconds=2)
 
 
+def after_sends_landed(measured_at: datetime | None, producers_left: datetime | None) -> bool:
+    """Whether a look at the member (a task's lag, the drained entities) taken at ``measured_at`` can prove it
+    drained: taken once the sends the producers began before they left (``producers_left``) have landed."""
+    if measured_at is None or producers_left is None:
+        return False
+    return measured_at >= producers_left + IN_FLIGHT
+
+
 def followers_pending(
     group: str, consumer: str | None, producers_left: datetime | None, tasks: Iterable[Mapping[str, Any]]
 ) -> tuple[DrainHold, ...] | None:
@@ -45,12 +53,7 @@ def followers_pending(
             continue  # already on the producers' member (it moved with a consumers' switch)
         found = True
         lag = status.lag
-        measured = not (
-            lag is None
-            or lag.measured_at is None
-            or producers_left is None
-            or lag.measured_at < producers_left + IN_FLIGHT
-        )
+        measured = lag is not None and after_sends_landed(lag.measured_at, producers_left)
         behind = lag.events_behind if measured and lag is not None else None
         if measured and behind == 0:
             continue

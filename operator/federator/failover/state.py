@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from federator import reasons
-from federator.failover.draining import IN_FLIGHT, hold_words
+from federator.failover.draining import after_sends_landed, hold_words
 from federator.failover.replication import MemberReplication, Replication
 from federator.status.events import Note
 from federator_contract.api.failovergroup import (
@@ -343,7 +343,7 @@ class _Machine:
             return
         assert self.state.producer is not None and self.state.producer_since is not None
         deadline = self.state.producer_since + timedelta(seconds=self.spec.failback.drain_timeout_seconds)
-        if drain is not None and drain.drained and self.now >= self.state.producer_since + IN_FLIGHT:
+        if drain is not None and drain.drained and after_sends_landed(self.now, self.state.producer_since):
             self.move("consumers", self.state.producer, "drained")
         elif self.now >= deadline:
             self.move("consumers", self.state.producer, "drainTimeout", drain)
