@@ -86,11 +86,6 @@ class Producer:
             self._listed.set()
             self._opened.set()
 
-    def close(self) -> None:
-        """Close the client and the management link's connection, which the client's close leaves open."""
-        self.management.close()
-        self.client.close()
-
     def _attempt(self, step: Any) -> None:
         try:
             step()
@@ -98,7 +93,7 @@ class Producer:
             logger.info("opening a link to %s ahead failed: %r", self.name, error)
 
 
-_producers: KeptClients[tuple[str, str], Producer] = KeptClients("producer", Producer.close)
+_producers: KeptClients[tuple[str, str], Producer] = KeptClients("producer", lambda p: p.client.close())
 
 
 def _key(target: TargetPlan) -> tuple[str, str]:
