@@ -45,19 +45,11 @@ class Client:
             self.sent.append((batch._partition_id, len(batch)))
 
 
-def holding(monkeypatch: pytest.MonkeyPatch, producer: Any) -> list[Any]:
-    """The producers publishers hold: this worker's kept producer for every target is ``producer``."""
-    held: list[Any] = []
-    kept = eventhubs.eventhubs_producers
-    monkeypatch.setattr(kept, "acquire", lambda target: held.append(producer) or producer)
-    monkeypatch.setattr(kept, "release", lambda target, released: held.remove(released))
-    return held
-
-
 @pytest.fixture
 def publisher(monkeypatch) -> tuple[EventHubPublisher, Client]:
     client = Client()
-    holding(monkeypatch, SimpleNamespace(client=client, partition_ids=lambda: ["0", "1"], ready=lambda: None))
+    producer = SimpleNamespace(client=client, partition_ids=lambda: ["0", "1"], ready=lambda: None)
+    monkeypatch.setattr(eventhubs, "prepare", lambda target: producer)
     return EventHubPublisher(SimpleNamespace(name="out", entity="hub")), client
 
 
@@ -98,30 +90,3 @@ def test_a_failed_send_fails_the_flush_and_nothing_after_it_is_sent(publisher) -
         publisher.flush()
     assert len(client.sent) == 1
     publisher.close()
-
-
-
-def test_a_publisher_holds_its_producer_from_its_start_to_its_close(monkeypatch) -> None:
-    """The worker keeps the producer for its next tasks, and closes it once none has held it for a while
-    (``kept_clients``): a task holds it however long it writes."""
-    producer = SimpleNamespace(client=Client(), partition_ids=lambda: ["0", "1"], ready=lambda: None)
-    held = holding(monkeypatch, producer)
-
-    publisher = EventHubPublisher(SimpleNamespace(name="out", entity="hub"))
-    publisher.add(event("0", 1), {})
-    publisher.flush()
-    assert held == [producer]
-
-    publisher.close()
-    assert held == []
-
-
-def test_a_publisher_that_cannot_start_holds_no_producer(monkeypatch) -> None:
-    def unlisted() -> list[str]:
-        raise ValueError("the hub refused the listing")
-
-    held = holding(monkeypatch, SimpleNamespace(client=Client(), partition_ids=unlisted, ready=lambda: None))
-
-    with pytest.raises(ValueError, match="refused the listing"):
-        EventHubPublisher(SimpleNamespace(name="out", entity="hub"))
-    assert held == []

@@ -1,11 +1,10 @@
 """A Python worker keeps one open sender per Service Bus target entity for all its write tasks: opening
 one and closing it again cost more than sending a batch of 500 messages. A sender a send failed on is
-not kept: the next task opens a new one; nor is one no task used for a while. A receiver gets back every
-field the sink sets, its application properties with their AMQP types."""
+not kept: the next task opens a new one. A receiver gets back every field the sink sets, its
+application properties with their AMQP types."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,14 +18,7 @@ from federator_spark.events import Event
 from federator_spark.outages import EndpointRefusedError
 from federator_spark.plan import TargetPlan
 from federator_spark.planning import plan_from_task
-from federator_spark.sinks import servicebus
-from federator_spark.sinks.kept_clients import IDLE_CLOSE_SECONDS
-from federator_spark.sinks.servicebus import (
-    ServiceBusPublisher,
-    acquire_sender,
-    forget_sender,
-    release_sender,
-)
+from federator_spark.sinks.servicebus import ServiceBusPublisher, forget_sender, kept_sender
 from federator_spark.sinks.undeliverable import Undeliverable
 from support.connections import connection_files
 from support.queues import queue_bodies
@@ -98,24 +90,7 @@ def test_a_sender_a_send_failed_on_is_not_kept(target):
     with pytest.raises(EndpointRefusedError):  # refused for good: retrying cannot help
         publisher.add(Event.from_row(event_row(0, "x")), {})
 
-    kept = acquire_sender(missing)
-    release_sender(missing, kept)
-    assert kept[1] is not publisher._sender
-
-
-def test_a_sender_no_task_used_for_a_while_is_closed_and_the_next_task_opens_another(emulator, target):
-    out = target("out")
-    first = publish(out, "a")
-    while_held = ServiceBusPublisher(out)  # a task that writes for longer than the idle time
-
-    closed = servicebus._senders.close_idle(now=time.monotonic() + IDLE_CLOSE_SECONDS + 1)
-    assert closed == 0 and while_held._sender is first._sender
-    while_held.close()
-    assert servicebus._senders.close_idle(now=time.monotonic() + IDLE_CLOSE_SECONDS + 1) == 1
-
-    second = publish(out, "b")
-    assert second._sender is not first._sender
-    assert sorted(received(emulator, "out")) == ["a", "b"]
+    assert kept_sender(missing) is not publisher._sender
 
 
 # What a Service Bus source's message carries to the sink (sources/servicebus_records.py).

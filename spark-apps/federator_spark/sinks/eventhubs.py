@@ -27,8 +27,8 @@ from federator_spark.events import Event
 from federator_spark.outages import Endpoint, retrying
 from federator_spark.plan import TargetPlan
 from federator_spark.property_types import PropertyValue
-from federator_spark.sinks import eventhubs_producers
 from federator_spark.sinks.amqp_encoding import append, encode_message
+from federator_spark.sinks.eventhubs_producers import prepare
 from federator_spark.sinks.undeliverable import Undeliverable
 from federator_spark.sources.eventhubs import receive, sequence_number
 
@@ -57,17 +57,13 @@ class EventHubPublisher:
         self, target: TargetPlan, guard: ReplayGuard | None = None, status_file: str | None = None
     ) -> None:
         self.target = target
-        self._producer = eventhubs_producers.acquire(target)  # released by close()
+        self._producer = prepare(target)
         self._client = self._producer.client
         self._guard = guard
         self._endpoint = Endpoint("target", target.name, status_file)
-        try:
-            self.partition_ids = retrying(
-                self._producer.partition_ids, self._endpoint, f"listing {target.entity}"
-            )
-        except BaseException:  # no publisher, so no close()
-            eventhubs_producers.release(target, self._producer)
-            raise
+        self.partition_ids = retrying(
+            self._producer.partition_ids, self._endpoint, f"listing {target.entity}"
+        )
         self._pending: dict[Destination, list[Encoded]] = {}
         self._sending = ThreadPoolExecutor(1, thread_name_prefix=f"eventhubs-send-{target.name}")
         self._in_flight: Future[None] | None = None
@@ -173,7 +169,6 @@ class EventHubPublisher:
         self._pending.clear()
         self._in_flight = None
         self._sending.shutdown(wait=True)
-        eventhubs_producers.release(self.target, self._producer)
 
 
 def _batch_options(destination: Destination) -> dict[str, str]:
@@ -187,8 +182,7 @@ def published_sequences(target: TargetPlan, since: dict[str, int], prefix: str) 
     from federator_contract.names import SOURCE_ID_PROPERTY
 
     found: set[int] = set()
-    with eventhubs_producers.leased(target) as producer:
-        now = producer.last_sequence_numbers(sorted(since, key=int))
+    now = prepare(target).last_sequence_numbers(sorted(since, key=int))
     key = SOURCE_ID_PROPERTY.encode()
     for partition, last in now.items():
         start = since[partition]

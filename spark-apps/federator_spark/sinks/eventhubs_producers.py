@@ -7,8 +7,7 @@ emulator that is 0.37 s + 0.46 s + 0.46 s per partition before a fresh worker's 
 the target. :func:`prepare`, called when a write task starts, does all of it on a thread while the
 task's source is still opening: the list over the kept management link (``eventhubs_management``),
 the links side by side; the first send waits
-for it (:meth:`Producer.ready`). A worker's client then serves its later tasks, links open, until no task
-has used it for a while (``kept_clients``).
+for it (:meth:`Producer.ready`). A worker's client then serves its later tasks, links open.
 
 If opening ahead fails, nothing is lost: the error is logged and the sends open the links (and report
 the error) as the SDK does.
@@ -18,14 +17,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from federator_spark.connections import eventhub_producer
 from federator_spark.eventhubs_management import HubManagement
 from federator_spark.plan import TargetPlan
-from federator_spark.sinks.kept_clients import KeptClients
 
 logger = logging.getLogger(__name__)
 
@@ -93,30 +89,14 @@ class Producer:
             logger.info("opening a link to %s ahead failed: %r", self.name, error)
 
 
-_producers: KeptClients[tuple[str, str], Producer] = KeptClients("producer", lambda p: p.client.close())
+_producers: dict[tuple[str, str], Producer] = {}  # kept by this Python worker
+_lock = threading.Lock()
 
 
-def _key(target: TargetPlan) -> tuple[str, str]:
-    return target.connection.to_option(), target.entity
-
-
-def acquire(target: TargetPlan) -> Producer:
-    """This worker's producer for ``target`` (created, and opening, on first use), held until released."""
-    return _producers.acquire(_key(target), lambda: Producer(target))
-
-
-def release(target: TargetPlan, producer: Producer) -> None:
-    _producers.release(_key(target), producer)
-
-
-@contextmanager
-def leased(target: TargetPlan) -> Iterator[Producer]:
-    """This worker's producer for ``target``, held for the ``with`` block."""
-    with _producers.lease(_key(target), lambda: Producer(target)) as producer:
-        yield producer
-
-
-def prepare(target: TargetPlan) -> None:
-    """Start opening this worker's producer for ``target``, ahead of a task's first send."""
-    with leased(target):
-        pass
+def prepare(target: TargetPlan) -> Producer:
+    """This worker's producer for ``target``, created (and opening) on first use."""
+    key = (target.connection.to_option(), target.entity)
+    with _lock:
+        if key not in _producers:
+            _producers[key] = Producer(target)
+        return _producers[key]

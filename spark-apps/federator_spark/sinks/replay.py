@@ -110,16 +110,16 @@ class ReplayGuard:
             self._armed.set()
 
     def _destination_tails(self, name: str, target: TargetPlan) -> Tails:
-        from federator_spark.sinks.eventhubs_producers import leased
+        from federator_spark.sinks.eventhubs_producers import prepare
 
-        with leased(target) as producer:
+        producer = prepare(target)
 
-            def read() -> Tails:
-                ids = producer.partition_ids()
-                reachable = [self.partition] if len(ids) == self.partition_count else ids
-                return producer.last_sequence_numbers(reachable)
+        def read() -> Tails:
+            ids = producer.partition_ids()
+            reachable = [self.partition] if len(ids) == self.partition_count else ids
+            return producer.last_sequence_numbers(reachable)
 
-            return retrying(read, self._endpoint(name), f"reading the positions of {target.entity}")
+        return retrying(read, self._endpoint(name), f"reading the positions of {target.entity}")
 
     def wait_armed(self) -> None:
         """Returns once the intent is durable (raises what kept it from being written)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +28,6 @@ from federator_spark.outages import Endpoint, retrying
 from federator_spark.plan import TargetPlan
 from federator_spark.property_types import PropertyValue
 from federator_spark.sinks.amqp_encoding import append, encode_message, header_ttl
-from federator_spark.sinks.kept_clients import KeptClients
 from federator_spark.sinks.undeliverable import Undeliverable
 
 logger = logging.getLogger(__name__)
@@ -37,48 +37,40 @@ _FLUSH_MESSAGES = 500
 _SYSTEM_PROPERTIES = ("content_type", "correlation_id", "subject", "to", "reply_to")
 _MAX_SESSION_ID = 128  # Service Bus's limit, which the SDK checks
 
-# Senders a Python worker keeps, one per target entity, until no task has used one for a while
-# (``kept_clients``): opening one (connection, CBS, link, each polled every 50 ms) took 0.47 s and closing it
-# 0.7 s (the client joins its keep-alive thread) on the emulator, per task, more than sending a batch of 500
-# messages.
-Sender = tuple[Any, Any]  # the client and its sender
-
-
-def _close_sender(kept: Sender) -> None:
-    client, sender = kept
-    with contextlib.suppress(Exception):
-        sender.close()
-    client.close()
-
-
-_senders: KeptClients[tuple[str, str, bool], Sender] = KeptClients("sender", _close_sender)
+# Senders a Python worker keeps, one per target entity: opening one (connection, CBS, link, each polled
+# every 50 ms) took 0.47 s and closing it 0.7 s (the client joins its keep-alive thread) on the emulator,
+# per task, more than sending a batch of 500 messages.
+_senders: dict[tuple[str, str, bool], tuple[Any, Any]] = {}
+_senders_lock = threading.Lock()
 
 
 def _sender_key(target: TargetPlan) -> tuple[str, str, bool]:
     return target.connection.to_option(), target.entity, target.is_topic
 
 
-def _open_sender(target: TargetPlan) -> Sender:
+def kept_sender(target: TargetPlan) -> Any:
+    """This worker's sender to ``target``'s entity, opened on first use."""
     from federator_spark.connections import servicebus_client
 
-    client = servicebus_client(target.connection)
-    if target.is_topic:
-        return client, client.get_topic_sender(topic_name=target.entity)
-    return client, client.get_queue_sender(queue_name=target.entity)
-
-
-def acquire_sender(target: TargetPlan) -> Sender:
-    """This worker's client and sender for ``target``'s entity (opened on first use), held until released."""
-    return _senders.acquire(_sender_key(target), lambda: _open_sender(target))
-
-
-def release_sender(target: TargetPlan, kept: Sender) -> None:
-    _senders.release(_sender_key(target), kept)
+    key = _sender_key(target)
+    with _senders_lock:
+        if key not in _senders:
+            client = servicebus_client(target.connection)
+            if target.is_topic:
+                sender = client.get_topic_sender(topic_name=target.entity)
+            else:
+                sender = client.get_queue_sender(queue_name=target.entity)
+            _senders[key] = (client, sender)
+        return _senders[key][1]
 
 
 def forget_sender(target: TargetPlan) -> None:
     """Close and drop ``target``'s kept sender (after a failure): the next task opens a new one."""
-    _senders.forget(_sender_key(target))
+    with _senders_lock:
+        kept = _senders.pop(_sender_key(target), None)
+    for closing in reversed(kept or ()):
+        with contextlib.suppress(Exception):
+            closing.close()
 
 
 def append_message(batch: Any, encoded: bytes, message_id: str, session: str) -> bool:
@@ -109,8 +101,7 @@ class ServiceBusPublisher:
     def __init__(self, target: TargetPlan, status_file: str | None = None) -> None:
         self.target = target
         self._endpoint = Endpoint("target", target.name, status_file)
-        self._kept = acquire_sender(target)  # released by close()
-        self._sender = self._kept[1]
+        self._sender = kept_sender(target)
         self._batch: Any = None  # the batch being filled
 
     def add(self, event: Event, properties: Mapping[str, PropertyValue]) -> None:
@@ -152,5 +143,4 @@ class ServiceBusPublisher:
             raise
 
     def close(self) -> None:
-        """The sender stays open for this worker's next task."""
-        release_sender(self.target, self._kept)
+        """Nothing to close: the sender stays open for this worker's next task."""
