@@ -139,14 +139,15 @@ def task_slots(spark: SparkSession) -> int:
 
 
 def starting_source(spark: SparkSession, task: TaskPlan, resume: str | None) -> SliceSource:
-    """The task's source as this start reads it: an event hub in one wave of tasks per batch, from
+    """The task's source as this start reads it: an event hub in one wave of tasks per batch (unless the
+    plan says how many: a shared application's member writes a bounded batch in one task), from
     ``resume`` (where a followed member's checkpoint starts after a switch: Spark asks for a start
     position until a batch is committed; ``following.first_batch_start`` keeps a member's first batch at
     the start it was planned from). A Service Bus entity is read as it is."""
     source = task.source
     if not isinstance(source, HubSourceSettings):
         return source
-    source = dataclasses.replace(source, slice_tasks=task_slots(spark))
+    source = dataclasses.replace(source, slice_tasks=source.slice_tasks or task_slots(spark))
     if resume is not None:
         source = dataclasses.replace(source, start_position="enqueuedTime", start_time=parse_time(resume))
     return source

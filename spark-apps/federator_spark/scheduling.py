@@ -11,6 +11,13 @@ between its batches. The price is the backlog's own speed when the machine is sa
 slots between the others' batches too (bench.fleet, nine busy members on two cores: 254 against 887
 events/s). A task alone in its application reads as before.
 
+A bounded batch is also written by one Spark task, not one per slot: a member catching up then holds one
+slot at a time, and the others' batches always find another. With ``local[2]``, a backlog member's
+batches of two tasks held both slots, its first ones for seconds while its receivers opened in each
+Python worker, and the quiet members' p99 was 1.9-2.1 s; with one task 0.7-0.8 s, and the backlog
+caught up faster (bench.fleet, docs/sharing.md). One slot moves more than the bound lets a member read
+at the default pace (about 10,000 events/s against 4,000).
+
 A member that sets no trigger interval of its own is also paced: a batch at most every
 ``MEMBER_TRIGGER_MS``. With none, each member's query starts a batch as soon as its source has anything
 new, and a batch costs about 50 ms of CPU however little it holds (Spark's planning, logs and scheduling;
@@ -74,9 +81,10 @@ def _whole(name: str, setting: str | None, default: int) -> int | None:
 
 
 def bounded(plan: TaskPlan, events: int | None) -> TaskPlan:
-    """``plan`` reading its event hub at most ``events`` events a batch, unless its task sets a limit of
-    its own (that one stands) or ``events`` is None. A follower of a FailoverGroup then knows, as when
-    its task sets the limit, that a batch need not read every partition to its end."""
+    """``plan`` reading its event hub at most ``events`` events a batch, each batch in one Spark task,
+    unless its task sets a limit of its own (that one stands, with a task per slot) or ``events`` is
+    None. A follower of a FailoverGroup then knows, as when its task sets the limit, that a batch need
+    not read every partition to its end."""
     source = plan.source
     if events is None or not isinstance(source, HubSourceSettings) or source.max_events is not None:
         return plan  # a Service Bus entity is read in batches of at most maxMessagesPerBatch already
@@ -85,7 +93,9 @@ def bounded(plan: TaskPlan, events: int | None) -> TaskPlan:
         write = dataclasses.replace(
             write, following=dataclasses.replace(write.following, covers_all_partitions=False)
         )
-    return dataclasses.replace(plan, source=dataclasses.replace(source, max_events=events), write=write)
+    return dataclasses.replace(
+        plan, source=dataclasses.replace(source, max_events=events, slice_tasks=1), write=write
+    )
 
 
 def paced(plan: TaskPlan, trigger_ms: int | None) -> TaskPlan:

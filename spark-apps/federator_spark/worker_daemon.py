@@ -24,7 +24,7 @@ from typing import Any
 
 from federator_spark import worker_exit
 from federator_spark.worker_exit import quiet_daemon
-from federator_spark.worker_gc import freeze_loaded
+from federator_spark.worker_gc import collect_young_after_tasks, freeze_loaded
 
 # Imported before a daemon forks: what its workers import. A fork copies only the thread that forks, so a
 # lock another thread held would stay locked in every worker: nothing here may start a thread.
@@ -196,6 +196,7 @@ def main() -> None:
     from pyspark import daemon
 
     quiet_daemon(daemon)
+    collect_young_after_tasks(daemon)
     daemon.manager()
 
 

@@ -6,12 +6,27 @@ every object the process tracks, most of them the modules of pyspark, pyarrow an
 never become garbage: in the Service Bus benchmark at 500 messages/s these collections took nearly two
 thirds of the CPU of the app's Python processes (~0.5 of the machine's two cores). ``gc.freeze`` moves
 what is alive into a permanent generation that collections skip, so they walk only what tasks made since.
+
+What tasks made since still includes what a write worker keeps between tasks: the events its receivers
+hold for the next task (up to 4,096 per partition, ``eventhubs_streams``). With a member catching up a
+backlog of 1,000,000 events, every receiver's buffer was full, and the full collection after each task
+(every member's, 20 a second) walked them all: the write workers took a core and the backlog's batches
+waited seconds to start (bench.fleet, docs/sharing.md). So the task workers' daemon collects only the
+young generations after a task (:func:`collect_young_after_tasks`): a task's own garbage is young, and
+what outlives one collection is walked again only by Python's own full collections, which it runs as
+the old generation grows.
 """
 
 from __future__ import annotations
 
 import gc
 import sys
+from functools import partial
+from types import SimpleNamespace
+from typing import Any
+
+YOUNG = 1
+"""The oldest generation the collection after a task walks (0 and 1: what was made since the last)."""
 
 _modules_when_frozen = 0
 
@@ -27,3 +42,9 @@ def freeze_loaded() -> None:
         gc.collect()
         gc.freeze()
         _modules_when_frozen = len(sys.modules)
+
+
+def collect_young_after_tasks(daemon: Any) -> None:
+    """Make the module ``daemon`` (PySpark's ``pyspark.daemon``, loaded but not yet serving) collect only
+    the young generations where it collects after each use of a worker: its ``gc`` is this namespace."""
+    daemon.gc = SimpleNamespace(collect=partial(gc.collect, YOUNG))

@@ -6,7 +6,8 @@ stands; the application's ``sparkConf`` may change the bound or lift it. No JVM 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadMaxRows
@@ -21,12 +22,30 @@ from federator_spark.scheduling import (
 )
 from federator_spark.sources.eventhubs import EventHubsStreamReader, cap
 from federator_spark.sources.eventhubs_settings import HubSourceSettings
+from federator_spark.sources.eventhubs_slices import EventHubsSliceReader, SliceGroup
 from federator_spark.sources.servicebus_settings import SourceSettings
 from support.connections import write_connection_files
 
 KEY = "Endpoint=sb://{host}/;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevelopmentEmulator=true"
 HUB = {"eventHub": {"eventHubName": "orders"}}
 QUEUE = {"serviceBus": {"queueName": "orders"}}
+PARTITIONS = 4
+
+
+class Slots:
+    """What ``pipeline.task_slots`` reads of a session: ``local[slots]``, no executors configured."""
+
+    def __init__(self, slots: int) -> None:
+        self.sparkContext = SimpleNamespace(getConf=lambda: {}, defaultParallelism=slots)
+
+
+def slice_groups(source: HubSourceSettings, start: dict[str, int], end: dict[str, int]) -> list[SliceGroup]:
+    """The Spark tasks (groups of slices) a batch from ``start`` to ``end`` of ``source`` is written in."""
+    reader = EventHubsSliceReader(source)
+    reader._partition_count = PARTITIONS
+    groups = reader.partitions(start, end)
+    assert all(isinstance(group, SliceGroup) for group in groups)
+    return cast(list[SliceGroup], groups)
 
 
 def plan(tmp_path: Path, source: dict[str, Any], runtime: dict[str, Any] | None = None, **extra: Any) -> Any:
@@ -59,7 +78,7 @@ def test_a_member_without_a_limit_of_its_own_reads_its_event_hub_in_bounded_batc
     assert isinstance(member.source, HubSourceSettings)
     assert member.source.max_events == MEMBER_EVENTS_PER_TRIGGER
     assert member.source == HubSourceSettings(
-        **{**vars(alone.source), "max_events": MEMBER_EVENTS_PER_TRIGGER}
+        **{**vars(alone.source), "max_events": MEMBER_EVENTS_PER_TRIGGER, "slice_tasks": 1}
     )
     assert (member.write, member.layout, member.key) == (alone.write, alone.layout, alone.key)
 
@@ -74,6 +93,28 @@ def test_a_backlog_batch_of_a_member_holds_at_most_the_bound_across_its_partitio
     assert isinstance(limit, ReadMaxRows) and limit.max_rows == MEMBER_EVENTS_PER_TRIGGER
     ends = cap(start, backlog, limit.max_rows)
     assert {p: ends[p] - start[p] for p in start} == dict.fromkeys(start, MEMBER_EVENTS_PER_TRIGGER // 4)
+
+
+def test_a_members_bounded_batch_is_one_task_so_the_others_keep_the_other_slots(tmp_path: Path) -> None:
+    member = bounded(plan(tmp_path, HUB), member_events_per_trigger(None))
+    start = dict.fromkeys(map(str, range(PARTITIONS)), -1)
+    full = {p: MEMBER_EVENTS_PER_TRIGGER // PARTITIONS - 1 for p in start}  # a whole bound, four partitions
+
+    source = pipeline.starting_source(Slots(2), member, None)
+
+    assert isinstance(source, HubSourceSettings) and source.slice_tasks == 1
+    assert [len(group.slices) for group in slice_groups(source, start, full)] == [PARTITIONS]
+
+
+def test_a_task_alone_or_with_a_limit_of_its_own_spreads_a_batch_over_the_slots(tmp_path: Path) -> None:
+    start = dict.fromkeys(map(str, range(PARTITIONS)), -1)
+    full = {p: MEMBER_EVENTS_PER_TRIGGER // PARTITIONS - 1 for p in start}
+    own = bounded(plan(tmp_path, HUB, {"maxEventsPerTrigger": 50_000}), member_events_per_trigger(None))
+
+    for task in (plan(tmp_path, HUB), own):
+        source = pipeline.starting_source(Slots(2), task, None)
+        assert isinstance(source, HubSourceSettings) and source.slice_tasks == 2
+        assert [len(group.slices) for group in slice_groups(source, start, full)] == [2, 2]
 
 
 def test_a_limit_the_task_sets_itself_stands(tmp_path: Path) -> None:
