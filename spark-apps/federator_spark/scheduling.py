@@ -16,7 +16,7 @@ slot at a time, and the others' batches always find another. With ``local[2]``, 
 batches of two tasks held both slots, its first ones for seconds while its receivers opened in each
 Python worker, and the quiet members' p99 was 1.9-2.1 s; with one task 0.7-0.8 s, and the backlog
 caught up faster (bench.fleet, docs/sharing.md). One slot moves more than the bound lets a member read
-at the default pace (about 10,000 events/s against 4,000).
+at the default pace (about 10,000 events/s against 2,000).
 
 A member that sets no trigger interval of its own is also paced: a batch at most every
 ``MEMBER_TRIGGER_MS``. With none, each member's query starts a batch as soon as its source has anything
@@ -53,9 +53,11 @@ __all__ = [
     "paced",
 ]
 
-MEMBER_EVENTS_PER_TRIGGER = 2000
+MEMBER_EVENTS_PER_TRIGGER = 1000
 """About a tenth of a second of one task slot's work at the ~10,000 events/s a slot moves on a small
-machine (bench.replication: 15,000-24,000 events/s in ``local[2]``)."""
+machine (bench.replication: 15,000-24,000 events/s in ``local[2]``), and at the default pace 2,000 events/s
+of a backlog: nine quiet members' p99 during a backlog of 1,000,000 was 952 ms with this bound and
+1,800 ms with 2,000, which caught up at 2,486 events/s against 1,866 (bench.fleet, docs/sharing.md)."""
 MEMBER_TRIGGER_MS = 500
 """Half of the quiet members' 1 s latency goal: a batch waits at most this for its trigger, and its events
 have the other half to reach the targets. 250 ms halved nothing where events come four times a second."""

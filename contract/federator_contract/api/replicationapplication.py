@@ -105,7 +105,7 @@ class SparkApplicationSettings(FedModel):
     `-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms32m` (the JVM's quick compiler only, a compact heap;
     `extraJavaOptions` add to them). A shared application's members, unless they set their own
     `runtime.maxEventsPerTrigger` or `runtime.triggerIntervalSeconds`, read at most
-    `spark.federator.member.maxEventsPerTrigger` events a batch (default `"2000"`) and start a batch at
+    `spark.federator.member.maxEventsPerTrigger` events a batch (default `"1000"`) and start a batch at
     most every `spark.federator.member.triggerIntervalMs` milliseconds (default `"500"`); `"0"` lifts
     either."""
 
