@@ -56,8 +56,8 @@ __all__ = [
 MEMBER_EVENTS_PER_TRIGGER = 1000
 """About a tenth of a second of one task slot's work at the ~10,000 events/s a slot moves on a small
 machine (bench.replication: 15,000-24,000 events/s in ``local[2]``), and at the default pace 2,000 events/s
-of a backlog: nine quiet members' p99 during a backlog of 1,000,000 was 952 ms with this bound and
-1,800 ms with 2,000, which caught up at 2,486 events/s against 1,866 (bench.fleet, docs/sharing.md)."""
+of a backlog: nine quiet members' p99 during a backlog of 1,000,000 was 0.95-1.26 s with this bound and
+1.8 s with 2,000, which caught up at 2,486 events/s against 1,732-1,866 (bench.fleet, docs/sharing.md)."""
 MEMBER_TRIGGER_MS = 500
 """Half of the quiet members' 1 s latency goal: a batch waits at most this for its trigger, and its events
 have the other half to reach the targets. 250 ms halved nothing where events come four times a second."""

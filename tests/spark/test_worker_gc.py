@@ -1,5 +1,6 @@
-"""A Python worker Spark runs for the app freezes what is alive once its modules are loaded, so the full
-collection PySpark's daemon runs after each use of the worker walks only what tasks made since
+"""A Python worker Spark runs for the app freezes what is alive once its modules are loaded, so a
+collection walks only what tasks made since; and the collection PySpark's daemon runs after each use of a
+task worker walks only the young generations, not what the worker keeps between tasks
 (``federator_spark/worker_gc.py``)."""
 
 from __future__ import annotations
