@@ -30,6 +30,8 @@ KEY = "Endpoint=sb://{host}/;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevel
 HUB = {"eventHub": {"eventHubName": "orders"}}
 QUEUE = {"serviceBus": {"queueName": "orders"}}
 PARTITIONS = 4
+START = dict.fromkeys(map(str, range(PARTITIONS)), -1)
+FULL = {p: MEMBER_EVENTS_PER_TRIGGER // PARTITIONS - 1 for p in START}  # a whole bound over four partitions
 
 
 class Slots:
@@ -97,24 +99,20 @@ def test_a_backlog_batch_of_a_member_holds_at_most_the_bound_across_its_partitio
 
 def test_a_members_bounded_batch_is_one_task_so_the_others_keep_the_other_slots(tmp_path: Path) -> None:
     member = bounded(plan(tmp_path, HUB), member_events_per_trigger(None))
-    start = dict.fromkeys(map(str, range(PARTITIONS)), -1)
-    full = {p: MEMBER_EVENTS_PER_TRIGGER // PARTITIONS - 1 for p in start}  # a whole bound, four partitions
 
     source = pipeline.starting_source(Slots(2), member, None)
 
     assert isinstance(source, HubSourceSettings) and source.slice_tasks == 1
-    assert [len(group.slices) for group in slice_groups(source, start, full)] == [PARTITIONS]
+    assert [len(group.slices) for group in slice_groups(source, START, FULL)] == [PARTITIONS]
 
 
 def test_a_task_alone_or_with_a_limit_of_its_own_spreads_a_batch_over_the_slots(tmp_path: Path) -> None:
-    start = dict.fromkeys(map(str, range(PARTITIONS)), -1)
-    full = {p: MEMBER_EVENTS_PER_TRIGGER // PARTITIONS - 1 for p in start}
     own = bounded(plan(tmp_path, HUB, {"maxEventsPerTrigger": 50_000}), member_events_per_trigger(None))
 
     for task in (plan(tmp_path, HUB), own):
         source = pipeline.starting_source(Slots(2), task, None)
         assert isinstance(source, HubSourceSettings) and source.slice_tasks == 2
-        assert [len(group.slices) for group in slice_groups(source, start, full)] == [2, 2]
+        assert [len(group.slices) for group in slice_groups(source, START, FULL)] == [2, 2]
 
 
 def test_a_limit_the_task_sets_itself_stands(tmp_path: Path) -> None:
