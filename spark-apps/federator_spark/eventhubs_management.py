@@ -200,10 +200,10 @@ class HubManagement:
         except Exception as error:  # closing a broken link must not hide why it broke
             logger.debug("closing the management client: %r", error)
         finally:
-            _close_transport(connection)
+            close_transport(connection)
 
 
-def _close_transport(connection: Any) -> None:
+def close_transport(connection: Any) -> None:
     """Close a pyamqp connection's socket (closing it twice is harmless: the transport forgets it)."""
     transport = getattr(connection, "_transport", None)
     if transport is None:
@@ -211,7 +211,7 @@ def _close_transport(connection: Any) -> None:
     try:
         transport.close()
     except Exception as error:  # the socket is gone either way
-        logger.debug("closing the management connection's socket: %r", error)
+        logger.debug("closing a connection's socket: %r", error)
 
 
 def _epoch(milliseconds: int | None) -> float | None:

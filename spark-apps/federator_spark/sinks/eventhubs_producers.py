@@ -7,7 +7,8 @@ emulator that is 0.37 s + 0.46 s + 0.46 s per partition before a fresh worker's 
 the target. :func:`prepare`, called when a write task starts, does all of it on a thread while the
 task's source is still opening: the list over the kept management link (``eventhubs_management``),
 the links side by side; the first send waits
-for it (:meth:`Producer.ready`). A worker's client then serves its later tasks, links open.
+for it (:meth:`Producer.ready`). A worker's client then serves its later tasks, links open, until no task
+used it for a while (``kept_clients``).
 
 If opening ahead fails, nothing is lost: the error is logged and the sends open the links (and report
 the error) as the SDK does.
@@ -20,8 +21,9 @@ import threading
 from typing import Any
 
 from federator_spark.connections import eventhub_producer
-from federator_spark.eventhubs_management import HubManagement
+from federator_spark.eventhubs_management import HubManagement, close_transport
 from federator_spark.plan import TargetPlan
+from federator_spark.sinks.kept_clients import KeptClients
 
 logger = logging.getLogger(__name__)
 
@@ -88,15 +90,22 @@ class Producer:
         except Exception as error:
             logger.info("opening a link to %s ahead failed: %r", self.name, error)
 
+    def close(self) -> None:
+        """Close the management link, the partitions' links and every connection's socket: once a read
+        or write on a connection has failed, the SDK ends it without closing its socket."""
+        self.management.close()
+        producers = [p for p in list(self.client._producers.values()) if p is not None]
+        connections = [getattr(getattr(p, "_handler", None), "_connection", None) for p in producers]
+        try:
+            self.client.close()
+        finally:
+            for connection in connections:  # the client forgets them as it closes
+                close_transport(connection)
 
-_producers: dict[tuple[str, str], Producer] = {}  # kept by this Python worker
-_lock = threading.Lock()
+
+_producers: KeptClients[tuple[str, str], Producer] = KeptClients("event hub producers", Producer.close)
 
 
 def prepare(target: TargetPlan) -> Producer:
     """This worker's producer for ``target``, created (and opening) on first use."""
-    key = (target.connection.to_option(), target.entity)
-    with _lock:
-        if key not in _producers:
-            _producers[key] = Producer(target)
-        return _producers[key]
+    return _producers.get((target.connection.to_option(), target.entity), lambda: Producer(target))

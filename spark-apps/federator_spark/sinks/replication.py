@@ -32,6 +32,7 @@ from federator_spark.events import Event
 from federator_spark.plan import DEAD_LETTER, TargetPlan, WritePlan
 from federator_spark.property_types import still_tagged, typed
 from federator_spark.provenance import forwarded_properties, is_loop
+from federator_spark.sinks import kept_clients
 from federator_spark.sinks.undeliverable import Undeliverable
 
 if TYPE_CHECKING:
@@ -259,9 +260,10 @@ class ReplicationWriter(DataSourceStreamWriter):
             logger.info("batch %d already committed, skipping its replay", batch_id)
             return TaskReports([TaskReport(batch_already_committed=True)])
         started = time.perf_counter()
-        _open_ahead(self.plan)
         steps: dict[str, float] = {}
-        reports = [self._write(batch_id, events, steps) for events in self.events_by_partition(iterator)]
+        with kept_clients.task_running():  # the worker's kept clients stay open while a task may use them
+            _open_ahead(self.plan)
+            reports = [self._write(batch_id, events, steps) for events in self.events_by_partition(iterator)]
         if reports:  # the task's steps, once: the batch waits for its slowest task (metrics.summarize)
             reports[0].steps = {**steps, "task": time.perf_counter() - started}
         return TaskReports(reports)

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Mapping
 from typing import Any
 
+from federator_spark.eventhubs_management import close_transport
 from federator_spark.events import Event
 from federator_spark.outages import Endpoint, retrying
 from federator_spark.plan import TargetPlan
 from federator_spark.property_types import PropertyValue
 from federator_spark.sinks.amqp_encoding import append, encode_message, header_ttl
+from federator_spark.sinks.kept_clients import KeptClients
 from federator_spark.sinks.undeliverable import Undeliverable
 
 logger = logging.getLogger(__name__)
@@ -39,38 +40,48 @@ _MAX_SESSION_ID = 128  # Service Bus's limit, which the SDK checks
 
 # Senders a Python worker keeps, one per target entity: opening one (connection, CBS, link, each polled
 # every 50 ms) took 0.47 s and closing it 0.7 s (the client joins its keep-alive thread) on the emulator,
-# per task, more than sending a batch of 500 messages.
-_senders: dict[tuple[str, str, bool], tuple[Any, Any]] = {}
-_senders_lock = threading.Lock()
+# per task, more than sending a batch of 500 messages. One no task used for a while is closed
+# (``kept_clients``).
+SenderKey = tuple[str, str, bool]
 
 
-def _sender_key(target: TargetPlan) -> tuple[str, str, bool]:
+def _close_sender(kept: tuple[Any, Any]) -> None:
+    """Close the sender, its client and its connection's socket: once a read or write on a connection has
+    failed, the SDK ends it without closing its socket."""
+    client, sender = kept
+    connection = getattr(getattr(sender, "_handler", None), "_connection", None)
+    try:
+        with contextlib.suppress(Exception):
+            sender.close()
+        client.close()
+    finally:
+        close_transport(connection)
+
+
+_senders: KeptClients[SenderKey, tuple[Any, Any]] = KeptClients("Service Bus senders", _close_sender)
+
+
+def _sender_key(target: TargetPlan) -> SenderKey:
     return target.connection.to_option(), target.entity, target.is_topic
 
 
 def kept_sender(target: TargetPlan) -> Any:
     """This worker's sender to ``target``'s entity, opened on first use."""
+    return _senders.get(_sender_key(target), lambda: _open_sender(target))[1]
+
+
+def _open_sender(target: TargetPlan) -> tuple[Any, Any]:
     from federator_spark.connections import servicebus_client
 
-    key = _sender_key(target)
-    with _senders_lock:
-        if key not in _senders:
-            client = servicebus_client(target.connection)
-            if target.is_topic:
-                sender = client.get_topic_sender(topic_name=target.entity)
-            else:
-                sender = client.get_queue_sender(queue_name=target.entity)
-            _senders[key] = (client, sender)
-        return _senders[key][1]
+    client = servicebus_client(target.connection)
+    if target.is_topic:
+        return client, client.get_topic_sender(topic_name=target.entity)
+    return client, client.get_queue_sender(queue_name=target.entity)
 
 
 def forget_sender(target: TargetPlan) -> None:
     """Close and drop ``target``'s kept sender (after a failure): the next task opens a new one."""
-    with _senders_lock:
-        kept = _senders.pop(_sender_key(target), None)
-    for closing in reversed(kept or ()):
-        with contextlib.suppress(Exception):
-            closing.close()
+    _senders.forget(_sender_key(target))
 
 
 def append_message(batch: Any, encoded: bytes, message_id: str, session: str) -> bool:
