@@ -21,9 +21,9 @@ A follower's move to another member is logged phase by phase once its first trig
 first batch done +…`). Each query's jobs run in a scheduler pool of its own (named after the task) when
 the application schedules FAIR, its default, so that a task catching up a backlog does not hold the
 others' batches back; a member without limits of its own reads bounded batches, at most one every
-500 ms (``federator_spark.scheduling``). One status endpoint per metrics port
-(``federator_spark.status_server``) serves the tasks of that port and lists the task configs the driver
-cannot run. SIGTERM stops every query, then Spark.
+500 ms, the members' spread over those 500 ms (``federator_spark.scheduling``). One status endpoint per
+metrics port (``federator_spark.status_server``) serves the tasks of that port and lists the task configs
+the driver cannot run. SIGTERM stops every query, then Spark.
 """
 
 from __future__ import annotations
@@ -159,6 +159,8 @@ class Task:
     error: str | None = None
     failures: int = 0
     retry_at: float = 0.0
+    phase: float = 0.0
+    """Where in each trigger interval its query's batches begin (``scheduling.spread``)."""
 
 
 class Host:
@@ -303,7 +305,8 @@ class Host:
         task.status_file = str(plan.layout.status_file)
         try:
             task.companions = Companions.of(plan, translation_plan(task.config, plan.layout))
-            task.query = self._start_query(plan)
+            task.phase = scheduling.spread([t.phase for t in self.tasks.values() if t.query is not None])
+            task.query = self._start_query(plan, task.phase)
         except Exception as err:  # likewise
             self._fail(task, err)
             self._retire(key, task, final=False)
@@ -326,18 +329,19 @@ class Host:
         task.companions.start()
         task.companions_started = True
 
-    def _start_query(self, plan: TaskPlan) -> Any:
+    def _start_query(self, plan: TaskPlan, phase: float) -> Any:
         """Start the query in the task's own scheduler pool: Spark copies the calling thread's local
         properties into the query's thread when ``start()`` creates it, and every job of the query
-        carries them; they are cleared again for whatever this thread does next. Bounded and paced as
-        ``federator_spark.scheduling`` says."""
+        carries them; they are cleared again for whatever this thread does next. Bounded, paced and
+        phased as ``federator_spark.scheduling`` says."""
         context, conf = self.spark.sparkContext, self.spark.conf
         events = scheduling.member_events_per_trigger(conf.get(scheduling.MEMBER_EVENTS_SETTING, None))
         trigger_ms = scheduling.member_trigger_ms(conf.get(scheduling.MEMBER_TRIGGER_SETTING, None))
         if self.pools:
             context.setLocalProperty(POOL_PROPERTY, plan.key)
         try:
-            return pipeline.start(self.spark, scheduling.paced(scheduling.bounded(plan, events), trigger_ms))
+            paced = scheduling.paced(scheduling.bounded(plan, events), trigger_ms)
+            return pipeline.start(self.spark, scheduling.phased(paced, phase))
         finally:
             if self.pools:
                 context.setLocalProperty(POOL_PROPERTY, None)  # type: ignore[arg-type]  # None unsets it

@@ -19,11 +19,14 @@ from federator_spark.scheduling import (
     MEMBER_EVENTS_SETTING,
     bounded,
     member_events_per_trigger,
+    paced,
+    phased,
 )
 from federator_spark.sources.eventhubs import EventHubsStreamReader, cap
 from federator_spark.sources.eventhubs_settings import HubSourceSettings
 from federator_spark.sources.eventhubs_slices import EventHubsSliceReader, SliceGroup
 from federator_spark.sources.servicebus_settings import SourceSettings
+from federator_spark.sources.trigger_phase import TriggerPhase
 from support.connections import write_connection_files
 
 KEY = "Endpoint=sb://{host}/;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevelopmentEmulator=true"
@@ -169,3 +172,13 @@ def test_a_bound_that_is_not_a_count_of_events_is_refused_naming_the_setting(
         member_events_per_trigger(setting)
 
     assert message in str(raised.value)
+
+
+def test_a_paced_member_begins_its_batches_at_its_phase_of_the_interval(tmp_path: Path) -> None:
+    alone = plan(tmp_path / "hub", HUB)
+    member = paced(alone, 500)
+    queue = paced(plan(tmp_path / "queue", QUEUE), 500)
+
+    assert phased(member, 0.5).source.phase == TriggerPhase(interval=0.5, offset=0.25)
+    assert phased(queue, 0.25).source.phase == TriggerPhase(interval=0.5, offset=0.125)
+    assert phased(alone, 0.5) == alone  # no trigger interval: batches back to back, nothing to spread

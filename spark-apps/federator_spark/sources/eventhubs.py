@@ -31,7 +31,7 @@ from federator_spark.eventhubs_management import HubManagement, PartitionPositio
 from federator_spark.events import Event
 from federator_spark.outages import Backoff, Endpoint, failure, retrying, words
 from federator_spark.property_types import as_text
-from federator_spark.sources import eventhubs_streams
+from federator_spark.sources import eventhubs_streams, trigger_phase
 from federator_spark.sources.eventhubs_settings import HubSourceSettings
 from federator_spark.sources.eventhubs_streams import receive, sequence_number
 
@@ -214,6 +214,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         )
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        trigger_phase.hold(self.settings.phase)
         ends = self.available_now_target or self._poll(start)
         ends = {p: max(ends[p], start.get(p, -1)) for p in ends}
         if isinstance(limit, ReadMaxRows):

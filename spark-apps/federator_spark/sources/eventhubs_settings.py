@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from federator_spark.connections import Connection
+from federator_spark.sources.trigger_phase import TriggerPhase
 
 START_POSITIONS = ("earliest", "latest", "enqueuedTime")
 
@@ -33,6 +34,8 @@ class HubSourceSettings:
     start_file: str | None = None
     """Where the first start positions are kept until the checkpoint's first batch is committed (default:
     nowhere, read again at each start)."""
+    phase: TriggerPhase | None = None
+    """Where in each trigger interval the batches begin (a paced member of a shared application)."""
 
     def __post_init__(self) -> None:
         if self.start_position not in START_POSITIONS:

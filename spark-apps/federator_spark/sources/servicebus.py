@@ -28,6 +28,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from federator_spark import logs, worker_gc
+from federator_spark.sources import trigger_phase
 from federator_spark.sources.servicebus_driver import SourceDriver, driver_for
 from federator_spark.sources.servicebus_records import to_row
 from federator_spark.sources.servicebus_settings import SourceSettings
@@ -71,6 +72,7 @@ class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._driver().prepare_available_now()
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        trigger_phase.hold(self.settings.phase)
         wanted = self.settings.max_messages
         if isinstance(limit, ReadMaxRows):
             wanted = min(wanted, limit.max_rows)

@@ -10,6 +10,7 @@ from typing import Any
 
 from federator_contract.checkpoints import CheckpointLayout
 from federator_spark.connections import Connection
+from federator_spark.sources.trigger_phase import TriggerPhase
 
 SUB_QUEUES = ("none", "deadLetter")
 WAIT_SECONDS = 1.0  # how long an idle poll waits
@@ -29,6 +30,8 @@ class SourceSettings:
     wait_seconds: float = WAIT_SECONDS
     max_lock_renewal_seconds: float = LOCK_RENEWAL_SECONDS
     status_file: str | None = None
+    phase: TriggerPhase | None = None
+    """Where in each trigger interval the batches begin (a paced member of a shared application)."""
 
     @classmethod
     def from_options(cls, options: Any) -> SourceSettings:
