@@ -203,6 +203,12 @@ class HubManagement:
             close_transport(connection)
 
 
+def handler_connection(client: Any) -> Any:
+    """The pyamqp connection of an SDK producer, consumer or sender (None before its link opens): closing the
+    client forgets it, so it is taken first, for :func:`close_transport`."""
+    return getattr(getattr(client, "_handler", None), "_connection", None)
+
+
 def close_transport(connection: Any) -> None:
     """Close a pyamqp connection's socket (closing it twice is harmless: the transport forgets it)."""
     transport = getattr(connection, "_transport", None)

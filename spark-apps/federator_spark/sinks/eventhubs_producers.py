@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from federator_spark.connections import eventhub_producer
-from federator_spark.eventhubs_management import HubManagement, close_transport
+from federator_spark.eventhubs_management import HubManagement, close_transport, handler_connection
 from federator_spark.plan import TargetPlan
 from federator_spark.sinks.kept_clients import KeptClients
 
@@ -94,8 +94,7 @@ class Producer:
         """Close the management link, the partitions' links and every connection's socket: once a read
         or write on a connection has failed, the SDK ends it without closing its socket."""
         self.management.close()
-        producers = [p for p in list(self.client._producers.values()) if p is not None]
-        connections = [getattr(getattr(p, "_handler", None), "_connection", None) for p in producers]
+        connections = [handler_connection(p) for p in list(self.client._producers.values())]
         try:
             self.client.close()
         finally:

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from federator_spark.eventhubs_management import close_transport
+from federator_spark.eventhubs_management import close_transport, handler_connection
 from federator_spark.events import Event
 from federator_spark.outages import Endpoint, retrying
 from federator_spark.plan import TargetPlan
@@ -49,7 +49,7 @@ def _close_sender(kept: tuple[Any, Any]) -> None:
     """Close the sender, its client and its connection's socket: once a read or write on a connection has
     failed, the SDK ends it without closing its socket."""
     client, sender = kept
-    connection = getattr(getattr(sender, "_handler", None), "_connection", None)
+    connection = handler_connection(sender)
     try:
         with contextlib.suppress(Exception):
             sender.close()
