@@ -38,6 +38,7 @@ docs/sharing.md has the figures.
 from __future__ import annotations
 
 import dataclasses
+from itertools import pairwise
 
 from federator_contract.api.replicationapplication import (
     MEMBER_EVENTS_SETTING,
@@ -133,6 +134,7 @@ def spread(taken: list[float]) -> float:
     if not taken:
         return 0.0
     ordered = sorted(taken)
-    gaps = [(b - a, a) for a, b in zip(ordered, [*ordered[1:], ordered[0] + 1], strict=True)]
-    width, start = max(gaps, key=lambda gap: (gap[0], -gap[1]))
-    return (start + width / 2) % 1.0
+    start, end = max(
+        pairwise([*ordered, ordered[0] + 1]), key=lambda gap: gap[1] - gap[0]
+    )  # the first widest
+    return (start + end) / 2 % 1.0
