@@ -20,7 +20,8 @@ of their own). In one run:
    (``--warmup`` s, and all sent by then replicated), then a task whose source holds ``--backlog``
    events (pre-loaded before any Spark started) is added and catches up; the quiet tasks' lag (target
    enqueue time - send time) in the baseline, while the backlog task's query starts (until its first
-   event is at its target) and during the backlog (from then until it is caught up).
+   event is at its target) and during the backlog (from then until it is caught up): all quiet tasks'
+   together, each one's p99 and the worst of those.
 3. **One application per task** (``python -m federator_spark --task-config``), started one after another
    (timed to first event) while the next fits in memory with ``--keep-free-mb`` left, at most
    ``--separate`` (default: the largest fleet); then idle as above.
@@ -285,7 +286,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         reads = tally(fleet, {p.target: p.source for p in hubs if fleet.sent[p.source]}, windows)
     local = local_figures(workdir, args)  # with an emulator of its own: after these
     loads["local"] = load()
-    per_window = {key: reads.pop(key) for key in ("quiet_lag_ms", "worst_quiet_task_p99_ms")}
+    by_window = ("quiet_lag_ms", "quiet_task_p99_ms", "worst_quiet_task_p99_ms")
+    per_window = {key: reads.pop(key) for key in by_window}
     for bound, figures in backlog.items():
         figures.update({key: of_bound(values, bound) for key, values in per_window.items()})
     return {

@@ -38,7 +38,8 @@ def test_a_tiny_fleet_replicates_every_event_once_and_reports_every_figure() -> 
         assert backlog["quiet_tasks_warm_s"] >= 1.5  # the --warmup of 2 s, at least, before the baseline
         lags = backlog["quiet_lag_ms"]
         assert lags["baseline"]["count"] > 0 and lags["during_backlog"]["count"] > 0
-        # One quiet task: the worst off is the only one.
+        # One quiet task: its own p99 is all tasks', and the worst off is the only one.
+        assert backlog["quiet_task_p99_ms"]["during_backlog"] == {"in-000": lags["during_backlog"]["p99"]}
         assert backlog["worst_quiet_task_p99_ms"]["during_backlog"] == lags["during_backlog"]["p99"]
     assert set(result["backlog_quiet_p99_first_bound_over_each"]) == {"100"}
 
