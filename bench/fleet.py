@@ -18,10 +18,10 @@ of their own). In one run:
    each in an application of its own: ``--backlog-tasks`` - 1 of the tasks above (resuming from their
    checkpoints) fed ``--rate`` events/s each (send time stamped), ``--window`` s of baseline once warm
    (``--warmup`` s, and all sent by then replicated), then a task whose source holds ``--backlog``
-   events (pre-loaded before any Spark started) is added and catches up; the quiet tasks' lag (target
-   enqueue time - send time) in the baseline, while the backlog task's query starts (until its first
-   event is at its target) and during the backlog (from then until it is caught up): all quiet tasks'
-   together, each one's p99 and the worst of those.
+   events (pre-loaded before any Spark started, its name sorting before theirs) is added and catches
+   up; the quiet tasks' lag (target enqueue time - send time) in the baseline, while the backlog task's
+   query starts (until its first event is at its target) and during the backlog (from then until it is
+   caught up): all quiet tasks' together, each one's p99 and the worst of those.
 3. **One application per task** (``python -m federator_spark --task-config``), started one after another
    (timed to first event) while the next fits in memory with ``--keep-free-mb`` left, at most
    ``--separate`` (default: the largest fleet); then idle as above.
@@ -80,8 +80,10 @@ def member_conf(args: argparse.Namespace) -> dict[str, str]:
 
 
 def backlog_pair(bound: str) -> Pair:
-    """The backlog task of the run with ``bound``: a source hub of its own, pre-loaded."""
-    return Pair(f"in-backlog-{bound}", f"out-backlog-{bound}")
+    """The backlog task of the run with ``bound``: a source hub of its own, pre-loaded. Its task's name sorts
+    before the quiet tasks' (``in-…``): Spark's FAIR scheduler breaks ties between pools by name, and a
+    backlog task that sorted after them was served after them whatever the application did."""
+    return Pair(f"backlog-{bound}", f"out-backlog-{bound}")
 
 
 def grow_and_idle(fleet: Fleet, args: argparse.Namespace) -> dict[str, Any]:
