@@ -18,9 +18,9 @@ checkpoint translator of a FailoverGroup's follower), started with it (once thos
 have stopped: the query does not wait for them) and stopped with it without holding up the others' pass.
 A follower's move to another member is logged phase by phase once its first trigger there is done
 (`task <ns>/<name> moved to member <m>: config seen +… → old query stopped +… → new query started +… →
-first batch done +…`). Each query's jobs run in a scheduler pool of its own (named after the task) when
-the application schedules FAIR, its default, so that a task catching up a backlog does not hold the
-others' batches back; a member without limits of its own reads bounded batches, at most one every
+first batch done +…`). When the application schedules FAIR, its default, a task's batches run in the
+scheduler pool of the members keeping up, ahead of any waiting in the pool of those catching up a backlog
+(``federator_spark.pools``); a member without limits of its own reads bounded batches, at most one every
 500 ms, the members' spread over those 500 ms (``federator_spark.scheduling``). One status endpoint per
 metrics port (``federator_spark.status_server``) serves the tasks of that port and lists the task configs
 the driver cannot run. SIGTERM stops every query, then Spark.
@@ -32,6 +32,7 @@ import argparse
 import logging
 import signal
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -40,13 +41,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from federator_contract import driverstatus as ds
 from federator_contract.applog import failed_marker
 from federator_contract.taskconfig import TaskConfig
-from federator_spark import fleet, logs, pipeline, scheduling, spark_settings
+from federator_spark import fleet, logs, pipeline, pools, scheduling, spark_settings
 from federator_spark.companions import Companions, Retiring
 from federator_spark.fleet import ConfigReader, Found, Member, Move, Reader, Report, Start, Stop
 from federator_spark.kube_client import ApiAccess, NotInCluster
@@ -56,8 +56,6 @@ from federator_spark.translation.planning import translation_plan
 
 logger = logging.getLogger("federator.host")
 START_WAIT_SECONDS = 60.0
-SCHEDULER_MODE = "spark.scheduler.mode"
-POOL_PROPERTY = "spark.scheduler.pool"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     builder = SparkSession.builder.appName("federator-shared")
     if args.master:  # else spark-submit's (a cluster's application)
         builder = builder.master(args.master).config("spark.ui.enabled", "false")
-    builder = builder.config(SCHEDULER_MODE, submitted_scheduler_mode())
-    spark = spark_settings.configured(builder).getOrCreate()
+    with tempfile.TemporaryDirectory(prefix="federator-") as directory:  # read as the context starts
+        for key, value in pools.scheduler_settings(Path(directory)).items():
+            builder = builder.config(key, value)
+        spark = spark_settings.configured(builder).getOrCreate()
     host = Host(spark, reader, metrics_port=args.metrics_port)
     signal.signal(signal.SIGTERM, host.stop)
     try:
@@ -123,28 +123,6 @@ def _reader(args: argparse.Namespace) -> tuple[Reader, Any]:
     return ConfigMapReader(watch), watch.stop
 
 
-def submitted_scheduler_mode() -> str:
-    """The mode the application was submitted with (the operator writes `scheduling.mode` into its Spark
-    settings), FAIR by default. spark-submit hands its settings to the JVM: a SparkConf made before the
-    gateway to it is up is empty, and FAIR would override a FIFO asked for."""
-    launch_jvm()
-    return scheduler_mode(SparkConf())
-
-
-def launch_jvm() -> None:
-    """Start the JVM, unless spark-submit runs this driver (a cluster's), with the app's Spark settings:
-    their Java options (``federator_contract.sparkconf``) count only when the JVM starts. Without them
-    the host's JVM compiled with C2 and collected with G1 (a fifth of a core compiling, minutes into a
-    run). ``PYSPARK_SUBMIT_ARGS`` (local mode's settings) come after these and win."""
-    conf = SparkConf(loadDefaults=False).setAll(list(spark_settings.settings().items()))
-    SparkContext._ensure_initialized(conf=conf)
-
-
-def scheduler_mode(conf: SparkConf) -> str:
-    """FAIR unless the application's settings say otherwise (``spark.scheduler.mode``: FIFO)."""
-    return (conf.get(SCHEDULER_MODE) or "FAIR").upper()
-
-
 @dataclass
 class Task:
     """A member's moving parts: its query (None while it waits to start again) and the driver threads
@@ -161,6 +139,10 @@ class Task:
     retry_at: float = 0.0
     phase: float = 0.0
     """Where in each trigger interval its query's batches begin (``scheduling.spread``)."""
+    batch_limit: int | None = None
+    """The most events its query reads a batch (None: no limit)."""
+    catching_up: bool = False
+    """Whether its batches run in the catching-up pool (``federator_spark.pools``)."""
 
 
 class Host:
@@ -178,19 +160,20 @@ class Host:
         backoff_seconds: float = fleet.BACKOFF_SECONDS,
         backoff_cap_seconds: float = fleet.BACKOFF_CAP_SECONDS,
         metrics_port: int | None = None,
-        pools: bool | None = None,
+        pooled: bool | None = None,
     ) -> None:
         """``metrics_port``: an endpoint for every task, from the start (else one per task config's
-        port); ``pools``: a scheduler pool per query (default: when the session schedules FAIR)."""
+        port); ``pooled``: its queries in the scheduler pools of ``federator_spark.pools`` (default: when the
+        session schedules FAIR)."""
         self.spark = spark
         self.reader: Reader = reader or ConfigReader()
         self.backoff = (backoff_seconds, backoff_cap_seconds)
         self.tasks: dict[str, Task] = {}
         self.reported: dict[str, str] = {}
         self.invalid: list[InvalidConfig] = []
-        if pools is None:
-            pools = scheduler_mode(spark.sparkContext.getConf()) == "FAIR"
-        self.pools = pools
+        if pooled is None:
+            pooled = pools.scheduler_mode(spark.sparkContext.getConf()) == "FAIR"
+        self.pooled = pooled
         self.endpoints = Endpoints(metrics_port)
         self.failed = False
         self.stopping = threading.Event()
@@ -280,6 +263,8 @@ class Host:
                     self._moved(key, first[0])
             if task.failures and task.query.lastProgress is not None:
                 task.failures = 0  # a batch went through: the next failure starts the backoff afresh
+            if self.pooled:
+                task.catching_up = pools.keep_pool(key, task.query, task.batch_limit, task.catching_up)
 
     def _moved(self, key: str, progress: Any) -> None:
         """Log the phases of the task's move once its query on the new member made its first trigger."""
@@ -306,7 +291,7 @@ class Host:
         try:
             task.companions = Companions.of(plan, translation_plan(task.config, plan.layout))
             task.phase = scheduling.spread([t.phase for t in self.tasks.values() if t.query is not None])
-            task.query = self._start_query(plan, task.phase)
+            task.query = self._start_query(task, plan)
         except Exception as err:  # likewise
             self._fail(task, err)
             self._retire(key, task, final=False)
@@ -329,22 +314,23 @@ class Host:
         task.companions.start()
         task.companions_started = True
 
-    def _start_query(self, plan: TaskPlan, phase: float) -> Any:
-        """Start the query in the task's own scheduler pool: Spark copies the calling thread's local
+    def _start_query(self, task: Task, plan: TaskPlan) -> Any:
+        """Start the query in the members' scheduler pool: Spark copies the calling thread's local
         properties into the query's thread when ``start()`` creates it, and every job of the query
         carries them; they are cleared again for whatever this thread does next. Bounded, paced and
         phased as ``federator_spark.scheduling`` says."""
         context, conf = self.spark.sparkContext, self.spark.conf
         events = scheduling.member_events_per_trigger(conf.get(scheduling.MEMBER_EVENTS_SETTING, None))
         trigger_ms = scheduling.member_trigger_ms(conf.get(scheduling.MEMBER_TRIGGER_SETTING, None))
-        if self.pools:
-            context.setLocalProperty(POOL_PROPERTY, plan.key)
+        if self.pooled:
+            context.setLocalProperty(pools.POOL_PROPERTY, pools.MEMBERS_POOL)
         try:
             paced = scheduling.paced(scheduling.bounded(plan, events), trigger_ms)
-            return pipeline.start(self.spark, scheduling.phased(paced, phase))
+            task.batch_limit, task.catching_up = pools.batch_limit(paced), False
+            return pipeline.start(self.spark, scheduling.phased(paced, task.phase))
         finally:
-            if self.pools:
-                context.setLocalProperty(POOL_PROPERTY, None)  # type: ignore[arg-type]  # None unsets it
+            if self.pooled:
+                context.setLocalProperty(pools.POOL_PROPERTY, None)  # type: ignore[arg-type]  # None unsets it
 
     def _initialising(self) -> bool:
         """Whether the query started last still initialises its source (for at most

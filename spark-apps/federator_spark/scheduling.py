@@ -1,7 +1,7 @@
 """How the members of a shared application share its task slots (#41 item 3).
 
-Each member's jobs run in a FAIR scheduler pool of its own (``federator_spark.host``), but a pool orders
-only which waiting task takes a slot that frees; a task that holds a slot keeps it until it ends. An
+Members' jobs run in FAIR scheduler pools (``federator_spark.pools``), but a pool orders only which
+waiting task takes a slot that frees; a task that holds a slot keeps it until it ends. An
 event hub read with no per-trigger limit reads everything pending in one batch: a member catching up a
 backlog of 20,000 events held both slots of ``local[2]`` for seconds at a time, and every other member's
 batch waited behind it (``bench.fleet``: quiet members' p99 8-14 s). So a member that sets no

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pyspark
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from federator_contract.sparkconf import APP_SPARK_CONF
@@ -87,3 +88,12 @@ def configured(builder: SparkSession.Builder) -> SparkSession.Builder:
     for key, value in settings().items():
         builder = builder.config(key, value)
     return builder
+
+
+def launch_jvm() -> None:
+    """Start the JVM, unless spark-submit runs this driver (a cluster's), with the app's Spark settings:
+    their Java options (``federator_contract.sparkconf``) count only when the JVM starts. Without them
+    the host's JVM compiled with C2 and collected with G1 (a fifth of a core compiling, minutes into a
+    run). ``PYSPARK_SUBMIT_ARGS`` (local mode's settings) come after these and win."""
+    conf = SparkConf(loadDefaults=False).setAll(list(settings().items()))
+    SparkContext._ensure_initialized(conf=conf)

@@ -1,7 +1,8 @@
 """One application's driver reconciling its queries with a directory of task configs, against the
 emulator in the shared local[2] session: a config that appears starts its task without touching the
-running one, an edit restarts only its task's query, a removal stops only it, and a broken config or a
-failing query leaves the others running while it is retried with its own backoff."""
+running one, an edit restarts only its task's query, a removal stops only it, a member whose batches come
+full runs them in the catching-up pool until it has caught up, and a broken config or a failing query
+leaves the others running while it is retried with its own backoff."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from spark_helpers import eh_endpoint, send, task_config
 
 from federator_spark.fleet import ConfigReader
 from federator_spark.host import Host
+from federator_spark.pools import CATCHING_UP_POOL
 
 pytestmark = pytest.mark.slow
 
@@ -154,6 +156,26 @@ def test_tasks_added_edited_and_removed_start_restart_and_stop_only_their_own_qu
     with pytest.raises(urllib.error.URLError, match="Connection refused"):  # its endpoint went with it
         scrape(port)
     assert (query(host, "default/b"), b_now.isActive) == (b_now, True)
+
+
+def test_a_member_whose_batches_come_full_runs_them_in_the_catching_up_pool_until_caught_up(
+    running_host: tuple[Host, Path], emulator_factory: Any, spark: Any, tmp_path: Path
+) -> None:
+    host, directory = running_host
+    emulator = emulator_factory(hubs("c", "c-copy"))
+    cs = emulator.connection_string("ns1")
+    send(cs, "c", [{"body": f"c-{i}"} for i in range(10)])  # batches of 3, 3, 3 and 1
+    place(directory, "c.json", config(tmp_path, emulator, "c", "c", maxEventsPerTrigger=3))
+    wait_until(lambda: delivered(cs, "c-copy") == 10, "task c catches up, three events a batch")
+    # Its batches after its first full one carried the catching-up pool: Spark's status store knows a pool
+    # once a stage was submitted in it, whatever the scheduler's mode (this session's is FIFO), and raises
+    # NoSuchElementException for any other name.
+    catching_up_pool = spark.sparkContext._jsc.sc().statusStore().pool(CATCHING_UP_POOL)
+    assert catching_up_pool.name() == CATCHING_UP_POOL
+    wait_until(lambda: not host.tasks["default/c"].catching_up, "task c's batches back in its own pool")
+    send(cs, "c", [{"body": "c-10"}])
+    wait_until(lambda: delivered(cs, "c-copy") == 11, "task c goes on in its own pool")
+    assert not host.tasks["default/c"].catching_up
 
 
 def test_a_broken_config_and_a_failing_query_leave_the_others_running_and_are_retried_with_backoff(

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.jvm]
 
 READ = """
 from pyspark import SparkContext
-from federator_spark.host import submitted_scheduler_mode
+from federator_spark.pools import submitted_scheduler_mode
 submitted_scheduler_mode()
 jvm = SparkContext._jvm
 bean_class = jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")

@@ -1,8 +1,8 @@
 """A shared application's driver in a cluster, against the emulator in the shared local[2] session: it
 runs the tasks of the ConfigMaps it watches through the API server (adding, editing, removing one
 starts, restarts, stops only its query, and an outage of the API server stops nothing), serves one
-status endpoint for all of them, runs each query's jobs in a scheduler pool of its own, and lists the
-task configs it cannot run."""
+status endpoint for all of them, runs each query's jobs in the members' scheduler pool, and lists the task
+configs it cannot run."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ from test_fleet_queries import config, delivered, free_port, hubs, place, query,
 from federator_contract.driverstatus import task_status_path
 from federator_spark.config_watch import ConfigMapReader, ConfigMapWatch
 from federator_spark.fleet import ConfigReader, Reader
-from federator_spark.host import Host, scheduler_mode
+from federator_spark.host import Host
 from federator_spark.kube_client import ApiAccess
+from federator_spark.pools import MEMBERS_POOL, scheduler_mode
 from support.kube import KubeServer
 
 pytestmark = pytest.mark.slow
@@ -175,7 +176,7 @@ def stage_pools(spark: Any, run_id: Any) -> set[str]:
     return pools
 
 
-def test_each_query_runs_in_a_pool_of_its_own_and_the_status_lists_what_the_driver_cannot_run(
+def test_each_query_runs_in_the_members_pool_and_the_status_lists_what_the_driver_cannot_run(
     spark: Any, emulator_factory: Any, tmp_path: Path
 ) -> None:
     emulator = emulator_factory(hubs("a", "a-copy", "b", "b-copy"))
@@ -183,7 +184,7 @@ def test_each_query_runs_in_a_pool_of_its_own_and_the_status_lists_what_the_driv
     directory = tmp_path / "tasks"
     directory.mkdir()
     port = free_port()
-    host, thread = running(spark, ConfigReader([directory]), metrics_port=port, pools=True)
+    host, thread = running(spark, ConfigReader([directory]), metrics_port=port, pooled=True)
     try:
         send(cs, "a", [{"body": "a-0"}])
         send(cs, "b", [{"body": "b-0"}])
@@ -197,7 +198,7 @@ def test_each_query_runs_in_a_pool_of_its_own_and_the_status_lists_what_the_driv
 
         for key in ("default/a", "default/b"):
             run_id = query(host, key).runId
-            wait_until(lambda k=key, r=run_id: stage_pools(spark, r) == {k}, f"{key}'s jobs run in its pool")
+            wait_until(lambda r=run_id: stage_pools(spark, r) == {MEMBERS_POOL}, f"{key}'s jobs in the pool")
         listings: list[dict[str, Any]] = []
 
         def failed_listed() -> bool:

@@ -146,7 +146,7 @@ def test_a_tasks_writer_carries_its_plan_by_value_to_a_fresh_process(tmp_path: P
 def test_a_task_the_host_cannot_plan_is_reported_and_keeps_no_other_from_running(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    host = Host(cast(SparkSession, None), pools=False)  # planning starts nothing in Spark
+    host = Host(cast(SparkSession, None), pooled=False)  # planning starts nothing in Spark
     unresolved = config(tmp_path, HUB).model_copy(update={"emulator_connection_files": {}})
 
     assert host.plan(Task(unresolved)) is None

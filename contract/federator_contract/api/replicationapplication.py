@@ -136,7 +136,8 @@ class Scheduling(FedModel):
     """How the member tasks' queries share the driver's executors."""
 
     mode: Literal["FAIR", "FIFO"] = "FAIR"
-    """`FAIR`: each task's query runs in a Spark scheduler pool of its own, so a busy task's batches do not
+    """`FAIR`: the batches of member tasks keeping up run ahead of those of members catching up a backlog
+    (two Spark scheduler pools, each in the order batches were submitted), so a busy task's batches do not
     hold the others' back. `FIFO`: batches run in the order they were submitted. Default: FAIR."""
 
 

@@ -5,7 +5,8 @@ The application's driver runs `federator_spark.host --task-configmaps federator.
 it lists and watches its members' ConfigMaps through the API server with its pod's ServiceAccount token,
 so a task that joins, changes or leaves reaches the driver in about a second and only its query starts,
 restarts or stops. The pods are the application's: its launcher, image, ServiceAccount, resources and
-Spark settings (with the FAIR scheduler, one pool per task, unless `scheduling.mode` is FIFO).
+Spark settings (with the FAIR scheduler, members keeping up served before those catching up, unless
+`scheduling.mode` is FIFO).
 
 What the members' queries need from the pods is the union of their needs, in a fixed order: the Secret
 keys their connections name, and those of every member of the FailoverGroups they follow, so that a switch
@@ -172,8 +173,9 @@ def followed_group_names(members: Sequence[TaskConfig]) -> list[str]:
 
 
 def scheduling_conf(spec: ReplicationApplicationSpec) -> dict[str, str]:
-    """FAIR: the driver puts each task's query in a pool of its own (`federator_spark.host`), so a task
-    catching up a backlog does not hold the others' batches back. FIFO is Spark's default."""
+    """FAIR: the driver runs the batches of members keeping up ahead of those of members catching up a
+    backlog (`federator_spark.pools`), so a task catching up does not hold the others' batches back. FIFO
+    is Spark's default."""
     return {"spark.scheduler.mode": spec.scheduling.mode}
 
 

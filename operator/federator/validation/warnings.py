@@ -123,7 +123,7 @@ def _application(spec: BaseModel, now: datetime | None) -> Iterator[tuple[Path, 
         yield (
             ("sparkConf", "spark.scheduler.mode"),
             f"{mode!r} contradicts scheduling.mode {spec.scheduling.mode}: set scheduling.mode instead, "
-            "which also gives each member task its own scheduler pool",
+            "which also serves the members keeping up before those catching up a backlog",
         )
 
 
