@@ -57,6 +57,7 @@ __all__ = [
     "pool",
     "scheduler_mode",
     "scheduler_settings",
+    "submitted_conf",
     "submitted_scheduler_mode",
     "switch_pool",
     "write_allocation",
@@ -156,16 +157,22 @@ def submitted_scheduler_mode() -> str:
     """The mode the application was submitted with (the operator writes `scheduling.mode` into its Spark
     settings), FAIR by default. spark-submit hands its settings to the JVM: a SparkConf made before the
     gateway to it is up is empty, and FAIR would override a FIFO asked for."""
+    return scheduler_mode(submitted_conf())
+
+
+def submitted_conf() -> SparkConf:
+    """The Spark settings the application was submitted with, read from the JVM (started if need be)."""
     spark_settings.launch_jvm()
-    return scheduler_mode(SparkConf())
+    return SparkConf()
 
 
 def scheduler_settings(directory: Path) -> dict[str, str]:
     """The scheduler's settings of the application's session: the mode it was submitted with and, under
     FAIR, the pools above (their allocation file written into ``directory``) unless the application
     names an allocation file of its own."""
-    mode = submitted_scheduler_mode()
-    if mode != "FAIR" or SparkConf().get(ALLOCATION_FILE_SETTING) is not None:
+    submitted = submitted_conf()
+    mode = scheduler_mode(submitted)
+    if mode != "FAIR" or submitted.get(ALLOCATION_FILE_SETTING) is not None:
         return {SCHEDULER_MODE: mode}
     return {SCHEDULER_MODE: mode, ALLOCATION_FILE_SETTING: str(write_allocation(directory))}
 

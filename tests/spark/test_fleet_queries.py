@@ -172,9 +172,9 @@ def test_a_member_whose_batches_come_full_runs_them_in_the_catching_up_pool_unti
     # NoSuchElementException for any other name.
     catching_up_pool = spark.sparkContext._jsc.sc().statusStore().pool(CATCHING_UP_POOL)
     assert catching_up_pool.name() == CATCHING_UP_POOL
-    wait_until(lambda: not host.tasks["default/c"].catching_up, "task c's batches back in its own pool")
+    wait_until(lambda: not host.tasks["default/c"].catching_up, "task c's batches back in the members' pool")
     send(cs, "c", [{"body": "c-10"}])
-    wait_until(lambda: delivered(cs, "c-copy") == 11, "task c goes on in its own pool")
+    wait_until(lambda: delivered(cs, "c-copy") == 11, "task c goes on in the members' pool")
     assert not host.tasks["default/c"].catching_up
 
 
